@@ -1,0 +1,58 @@
+#pragma once
+// Canonical JSON and the text helpers every digest, result and log line goes through.
+//
+// The canonical form is byte-identical to Python's
+//   json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+// so that digests computed here equal the digests of the Python deployment we replace.
+// All functions are pure and thread-safe.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace aios {
+
+// Canonical bytes of `value` (UTF-8). Keys sort by code point, `"` `\` and control
+// characters are escaped as Python escapes them, everything else (DEL, non-BMP) is raw,
+// floats are written as Python's repr. Throws aios::Error CANONICAL_JSON_INVALID for NaN or
+// infinity (Python would write a non-JSON token), binary values, strings or keys that are not
+// valid UTF-8 (no Python str holds them) and nesting deeper than 1000 levels.
+std::string canonical_json(const nlohmann::json& value);
+
+// Lower-case hex SHA-256 of `data` (OpenSSL).
+std::string sha256_hex(std::string_view data);
+
+// sha256_hex(canonical_json(value)).
+std::string digest(const nlohmann::json& value);
+
+// True when `value` is 64 lower-case hex characters.
+bool is_sha256_hex(std::string_view value);
+
+// Compares in time independent of where the inputs differ (length still leaks).
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+// The marker placed in the middle of truncated text.
+inline constexpr std::string_view kTruncationMarker = "\n...[TRUNCATED]...\n";
+
+// Replaces `authorization: bearer X` and `password|passwd|secret|token|api_key = X`
+// (case-insensitive, `:` or `=`) with "[REDACTED]", as the seed's SENSITIVE_RE does.
+std::string sanitize_text(std::string_view text);
+
+// sanitize_text, then bounded to `limit` UTF-8 bytes: when longer, the first and last
+// max(1, floor((limit - 19) / 2)) bytes around kTruncationMarker (19 bytes), so the result can
+// exceed a `limit` under 21, as the seed's does; cut sequences become U+FFFD. Invalid input
+// bytes become U+FFFD first, so the result is always valid UTF-8.
+std::string bounded_text(std::string_view text, std::size_t limit);
+
+// Python's str.strip(): removes leading and trailing Unicode whitespace.
+std::string_view python_strip(std::string_view text);
+
+// Python's text[:n]: the first `n` code points of UTF-8 `text`.
+std::string_view prefix_code_points(std::string_view text, std::size_t n);
+
+// Number of code points in UTF-8 `text`.
+std::size_t count_code_points(std::string_view text);
+
+}  // namespace aios

@@ -1,0 +1,40 @@
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "aios/canonical.hpp"
+#include "aios/error.hpp"
+
+namespace aios {
+
+std::string sha256_hex(std::string_view data) {
+  static constexpr std::string_view kHex = "0123456789abcdef";
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &length, EVP_sha256(), nullptr) != 1) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "EVP_Digest(sha256) failed");
+  }
+  std::string hex;
+  hex.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kHex[md[i] >> 4];
+    hex += kHex[md[i] & 0x0F];
+  }
+  return hex;
+}
+
+bool is_sha256_hex(std::string_view value) {
+  return value.size() == 64 && std::all_of(value.begin(), value.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace aios
