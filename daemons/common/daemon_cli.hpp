@@ -1,0 +1,27 @@
+#pragma once
+// The command-line conventions every daemon shares: CLI11 with --version, options that also
+// read their environment variable, and exit codes from sysexits.h.
+
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "aios/version.hpp"
+
+namespace aios::daemon {
+
+inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
+
+inline void add_version_flag(CLI::App& app) {
+  app.set_version_flag("--version", app.get_name() + " " + kVersion);
+}
+
+// The service loop of this daemon is not part of this build; say so instead of pretending.
+inline int not_yet_available(const CLI::App& app, const char* what) {
+  std::fprintf(stderr, "%s %s: %s is not part of this build yet; only --help and --version work\n",
+               app.get_name().c_str(), kVersion, what);
+  return kExitUnavailable;
+}
+
+}  // namespace aios::daemon
