@@ -1,0 +1,116 @@
+#pragma once
+// The task plane's integrated scheduler: agents and workers, task projection into the store,
+// fleet ranking (priority, then cross-scope fairness, then queue order), the claim CAS with the
+// fleet's capacity, circuit and quarantine checks inside the same transaction, and every later
+// transition (heartbeat, result, release, verification, cancel, lease expiry).
+//
+// Every public call is one transaction (BEGIN IMMEDIATE for writes) that commits the transition
+// with its task_events row, or throws aios::Error and changes nothing. Thread-safe.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aios/store.hpp"
+#include "aios/sys.hpp"
+
+namespace aios {
+
+namespace fleet {
+class TaskFactsCache;
+}
+
+struct TaskPlaneOptions {
+  std::chrono::seconds lease{120};
+  std::chrono::seconds worker_online_window{90};
+  int circuit_threshold = 3;                      // consecutive failures that open a circuit
+  std::chrono::seconds circuit_cooldown{300};     // then one claim may probe (half-open)
+  std::chrono::seconds task_quarantine{600};      // a worker that failed a task skips it this long
+  std::size_t max_result_bytes = 256 * 1024;
+};
+
+// An authenticated agent: the holder of a token issued by create_agent.
+struct Agent {
+  std::string agent_id;
+  nlohmann::json granted_capabilities;
+};
+
+// Why a worker could not take a task now; empty when it could.
+struct Eligibility {
+  std::string worker_id;
+  std::vector<std::string> reasons;  // capability_missing, adapter_not_allowed, offline, ...
+};
+
+class TaskPlane {
+ public:
+  TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options = {});
+  ~TaskPlane();
+  TaskPlane(const TaskPlane&) = delete;
+  TaskPlane& operator=(const TaskPlane&) = delete;
+
+  // Owner: {agent_id, granted_capabilities} -> {agent_id, granted_capabilities, token}.
+  // The token is returned only here; the store keeps its SHA-256.
+  nlohmann::json create_agent(const nlohmann::json& body);
+  std::optional<Agent> authenticate_agent(const std::string& token);
+
+  // Agent: {worker_id, capabilities, allowed_adapters, max_concurrency, failure_domain, labels,
+  // tenants}; capabilities must lie inside the agent's grant.
+  nlohmann::json register_worker(const Agent& agent, const nlohmann::json& body);
+  // Owner: {max_slots, failure_domain, labels, quarantined, reset_circuit}.
+  nlohmann::json configure_worker(const std::string& worker_id, const nlohmann::json& body);
+  nlohmann::json fleet_view();
+
+  // Owner: project and store a task. {status: 201 new | 200 identical replay, task view}.
+  std::pair<int, nlohmann::json> create_task(const nlohmann::json& body);
+  // Owner (reader == nullptr) or the agent whose worker holds the claim.
+  nlohmann::json task_view(const std::string& task_id, const Agent* reader);
+  nlohmann::json list_tasks(const std::string& status, std::size_t limit, std::int64_t after);
+  nlohmann::json task_events(const std::string& task_id, const Agent* reader);
+
+  // Agent: {worker_id, limit} -> {"tasks": [...]} ranked, eligible, reserving nothing.
+  nlohmann::json poll(const Agent& agent, const nlohmann::json& body);
+  // Agent: {worker_id, expected_revision, execution_digest} -> claim with a new lease token.
+  nlohmann::json claim(const Agent& agent, const std::string& task_id, const nlohmann::json& body);
+  // Rank, then offer one candidate at a time to the claim CAS; nullopt when none is claimable.
+  std::optional<nlohmann::json> claim_next(const Agent& agent, const std::string& worker_id);
+  nlohmann::json heartbeat(const Agent& agent, const std::string& task_id,
+                           const nlohmann::json& body);
+  std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,
+                                               const nlohmann::json& body);
+  nlohmann::json release(const Agent& agent, const std::string& task_id,
+                         const nlohmann::json& body);
+
+  // Owner transitions.
+  nlohmann::json verify(const std::string& task_id, const nlohmann::json& body);
+  nlohmann::json cancel(const std::string& task_id, const nlohmann::json& body);
+
+  // Returns every CLAIMED task whose lease has expired to QUEUED (or FAILED when its attempts
+  // are spent), one transaction each; the number swept.
+  std::size_t sweep_expired_leases();
+
+  // Owner: for each registered worker, whether it could take the task now and why not.
+  nlohmann::json eligibility(const std::string& task_id);
+
+  // Task counts by status, for /metrics.
+  std::vector<std::pair<std::string, std::int64_t>> status_counts();
+
+  // Records a worker failure or success directly (circuit breaker), as the seed's scheduler
+  // exposes them; `threshold` overrides the configured one when positive.
+  void record_worker_failure(const std::string& worker_id, const std::string& failure_class,
+                             int threshold = 0);
+  void record_worker_success(const std::string& worker_id);
+
+ private:
+  Database& db_;
+  const Clock& clock_;
+  TaskPlaneOptions options_;
+  std::unique_ptr<fleet::TaskFactsCache> facts_;
+};
+
+}  // namespace aios
