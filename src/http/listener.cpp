@@ -1,0 +1,81 @@
+// The accept loop.
+#include "http/listener.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "http/session.hpp"
+
+namespace aios::http::detail {
+
+Listener::Listener(net::io_context& io, const tcp::endpoint& endpoint,
+                   std::shared_ptr<ServerState> state)
+    : io_(io),
+      acceptor_(net::make_strand(io)),
+      backoff_(acceptor_.get_executor()),
+      state_(std::move(state)) {
+  const auto fail = [&](const char* step, const beast::error_code& ec) {
+    throw Error(ErrorCode::HTTP_BIND_FAILED,
+                std::string(step) + " " + endpoint.address().to_string() + ":" +
+                    std::to_string(endpoint.port()) + ": " + ec.message());
+  };
+  beast::error_code ec;
+  acceptor_.open(endpoint.protocol(), ec);
+  if (ec) fail("open", ec);
+  // Lets a restarted daemon rebind while old connections sit in TIME_WAIT. On Linux it does
+  // not allow two listeners on one port, so "port in use" still fails below.
+  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (ec) fail("setsockopt", ec);
+  acceptor_.bind(endpoint, ec);
+  if (ec) fail("bind", ec);
+  acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) fail("listen", ec);
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) fail("getsockname", ec);
+}
+
+void Listener::start() {
+  net::dispatch(acceptor_.get_executor(),
+                beast::bind_front_handler(&Listener::accept, shared_from_this()));
+}
+
+void Listener::stop() {
+  net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+    beast::error_code ignored;
+    self->acceptor_.close(ignored);
+    self->backoff_.cancel();
+  });
+}
+
+void Listener::accept() {
+  if (!acceptor_.is_open()) return;
+  acceptor_.async_accept(net::make_strand(io_),
+                         beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+}
+
+void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec) {
+    // Out of descriptors or memory: back off instead of spinning on the error.
+    backoff_.expires_after(std::chrono::milliseconds(50));
+    backoff_.async_wait(beast::bind_front_handler(&Listener::on_backoff, shared_from_this()));
+    return;
+  }
+  std::shared_ptr<Session> session;
+  {
+    const std::lock_guard lock(state_->mutex);
+    if (!state_->stopping.load()) {
+      session = std::make_shared<Session>(std::move(socket), state_);
+      state_->sessions.insert(session.get());
+    }
+  }
+  if (session) session->start();  // otherwise `socket` closes here
+  accept();
+}
+
+void Listener::on_backoff(beast::error_code ec) {
+  if (ec) return;
+  accept();
+}
+
+}  // namespace aios::http::detail

@@ -1,0 +1,47 @@
+// Request accessors and bearer-token rules.
+#include "aios/canonical.hpp"
+#include "aios/http.hpp"
+#include "http/url.hpp"
+
+namespace aios::http {
+namespace {
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && is_blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_blank(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+std::string_view Request::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (detail::iequals(key, name)) return value;
+  }
+  return {};
+}
+
+std::string_view bearer_from_authorization(std::string_view value) {
+  static constexpr std::string_view kScheme = "bearer";
+  value = trim(value);
+  if (value.size() <= kScheme.size() ||
+      !detail::iequals(value.substr(0, kScheme.size()), kScheme) ||
+      !is_blank(value[kScheme.size()])) {
+    return {};
+  }
+  const std::string_view token = trim(value.substr(kScheme.size()));
+  // Anything after the token (a second word, a control character) makes the header malformed.
+  if (!detail::is_visible_ascii(token)) return {};
+  return token;
+}
+
+bool bearer_matches(const Request& request, std::string_view expected_token) {
+  if (expected_token.empty() || request.bearer_token.empty()) return false;
+  return constant_time_equal(request.bearer_token, expected_token);
+}
+
+}  // namespace aios::http

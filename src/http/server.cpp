@@ -1,0 +1,124 @@
+// Server: address checks, io threads, and the stop/drain sequence.
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "aios/http.hpp"
+#include "http/beast.hpp"
+#include "http/listener.hpp"
+#include "http/server_state.hpp"
+#include "http/session.hpp"
+
+namespace aios::http {
+
+namespace beast = detail::beast;
+namespace net = detail::net;
+using detail::tcp;
+
+struct Server::Impl {
+  enum class Phase { created, running, stopped };
+
+  Impl(ServerOptions options, Handler handler)
+      : state(std::make_shared<detail::ServerState>(std::move(options), std::move(handler))),
+        io(static_cast<int>(std::max(1u, state->options.threads))) {}
+
+  std::shared_ptr<detail::ServerState> state;
+  net::io_context io;
+  std::shared_ptr<detail::Listener> listener;
+  std::vector<std::thread> threads;
+  Phase phase = Phase::created;
+};
+
+namespace {
+
+net::ip::address resolve_host(const ServerOptions& options) {
+  if (options.host == "localhost") return net::ip::address_v4::loopback();
+  beast::error_code ec;
+  const auto address = net::ip::make_address(options.host, ec);
+  if (ec) throw Error(ErrorCode::HTTP_BIND_FAILED, "host is not an IP address: " + options.host);
+  if (!address.is_loopback() && !options.allow_non_loopback) {
+    throw Error(ErrorCode::HTTP_BIND_NOT_LOOPBACK, "refusing to listen on " + options.host);
+  }
+  return address;
+}
+
+void run_io(net::io_context& io) {
+  // Handlers catch what they can; anything escaping (allocation failure in Beast) must not end
+  // the thread while sessions still need it.
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options, Handler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+
+Server::~Server() {
+  stop();
+}
+
+void Server::start() {
+  if (impl_->phase != Impl::Phase::created) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "http::Server::start called twice");
+  }
+  const auto& options = impl_->state->options;
+  const tcp::endpoint endpoint(resolve_host(options), options.port);
+  impl_->listener = std::make_shared<detail::Listener>(impl_->io, endpoint, impl_->state);
+  impl_->listener->start();
+  impl_->phase = Impl::Phase::running;
+  const unsigned count = std::max(1u, options.threads);
+  impl_->threads.reserve(count);
+  for (unsigned i = 0; i < count; ++i) {
+    impl_->threads.emplace_back([io = &impl_->io] { run_io(*io); });
+  }
+}
+
+std::uint16_t Server::port() const {
+  return impl_->listener ? impl_->listener->port() : 0;
+}
+
+void Server::stop() {
+  if (impl_->phase != Impl::Phase::running) {
+    impl_->phase = Impl::Phase::stopped;
+    return;
+  }
+  impl_->phase = Impl::Phase::stopped;
+  auto& state = *impl_->state;
+  std::vector<std::shared_ptr<detail::Session>> open;
+  {
+    const std::lock_guard lock(state.mutex);
+    state.stopping.store(true);
+    for (auto* session : state.sessions) {
+      if (auto alive = session->weak_from_this().lock()) open.push_back(std::move(alive));
+    }
+  }
+  impl_->listener->stop();
+  for (const auto& session : open) session->request_stop();
+  open.clear();  // the sessions' own operations keep them alive
+  {
+    std::unique_lock lock(state.mutex);
+    state.drained.wait_for(lock, state.options.drain_timeout,
+                           [&] { return state.sessions.empty(); });
+  }
+  impl_->io.stop();
+  for (auto& thread : impl_->threads) thread.join();
+  impl_->threads.clear();
+}
+
+std::size_t Server::in_flight() const {
+  return impl_->state->in_flight.load();
+}
+
+std::size_t Server::connections() const {
+  const std::lock_guard lock(impl_->state->mutex);
+  return impl_->state->sessions.size();
+}
+
+}  // namespace aios::http

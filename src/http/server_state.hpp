@@ -1,0 +1,34 @@
+#pragma once
+// What the listener, the sessions and the Server share: options, the handler, the stop flag
+// and the registry of open connections. Held by shared_ptr so a session that outlives the
+// Server's io threads (destroyed with the io_context) still has it.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "aios/http.hpp"
+
+namespace aios::http::detail {
+
+class Session;
+
+struct ServerState {
+  ServerState(ServerOptions server_options, Handler request_handler)
+      : options(std::move(server_options)), handler(std::move(request_handler)) {}
+
+  const ServerOptions options;
+  const Handler handler;
+
+  std::atomic<bool> stopping{false};      // set once by Server::stop
+  std::atomic<std::size_t> in_flight{0};  // requests read and not yet answered
+
+  std::mutex mutex;                       // guards sessions
+  std::condition_variable drained;        // notified when a session leaves `sessions`
+  std::unordered_set<Session*> sessions;  // open connections; a Session erases itself
+};
+
+}  // namespace aios::http::detail

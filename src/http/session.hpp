@@ -1,0 +1,67 @@
+#pragma once
+// One accepted connection: read a request, call the handler, write the response, repeat while
+// keep-alive holds. Plumbing only; what to answer is decided by detail::dispatch.
+//
+// Every member function runs on the session's strand. A session owns itself through the
+// shared_ptr its pending operation holds, and erases itself from ServerState::sessions when
+// destroyed.
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "aios/http.hpp"
+#include "http/beast.hpp"
+#include "http/request_parser.hpp"
+#include "http/server_state.hpp"
+
+namespace aios::http::detail {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // The caller has registered the session in state->sessions.
+  Session(tcp::socket socket, std::shared_ptr<ServerState> state);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Starts reading the first request.
+  void start();
+
+  // Asks the session to end: an idle (or still reading) connection closes now, a request
+  // already read is answered first with "Connection: close". Safe from any thread.
+  void request_stop();
+
+ private:
+  enum class Phase { reading, answering, lingering, closed };
+
+  void read_header();
+  void on_header(beast::error_code ec, std::size_t bytes);
+  void on_continue_sent(beast::error_code ec, std::size_t bytes);
+  void read_body();
+  void on_body(beast::error_code ec, std::size_t bytes);
+  void on_read_failed(beast::error_code ec);
+  void answer();
+  void send(Response response);
+  void on_sent(beast::error_code ec, std::size_t bytes);
+  void refuse(ErrorCode code);
+  void linger();
+  void on_linger(beast::error_code ec, std::size_t bytes);
+  void close();
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<ServerState> state_;
+  beast::flat_buffer buffer_;
+  std::optional<RequestParser> parser_;
+  Request request_;
+  std::string head_;
+  std::string body_;  // the response body being written
+  Phase phase_ = Phase::reading;
+  bool keep_alive_ = false;
+  bool counted_ = false;  // this request is counted in state_->in_flight
+  bool stop_requested_ = false;
+  std::size_t lingered_bytes_ = 0;
+};
+
+}  // namespace aios::http::detail
