@@ -1,36 +1,139 @@
-// aios-task-scheduler: the Task API (leases, fleet scheduling) and the governed Bridge.
+// aios-task-scheduler: the Task API (leases, fleet scheduling) and, later, the governed Bridge.
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/signals.hpp"
+#include "aios/fleet.hpp"
+#include "aios/http.hpp"
+#include "aios/log.hpp"
+#include "aios/store.hpp"
+#include "aios/taskapi.hpp"
+
+namespace {
+
+std::string default_token_file() {
+  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
+  return std::string(directory != nullptr ? directory : "/run/credentials") +
+         "/agent_task_control_token";
+}
+
+// Returns leases whose holders went silent to the queue, every `interval`, until stopped.
+class LeaseSweeper {
+ public:
+  LeaseSweeper(aios::TaskPlane& plane, aios::TaskApiMetrics& metrics,
+               std::chrono::milliseconds interval)
+      : thread_([this, &plane, &metrics, interval] {
+          std::unique_lock lock(mutex_);
+          while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+            lock.unlock();
+            try {
+              const auto swept = plane.sweep_expired_leases();
+              metrics.count_expired(swept);
+              if (swept > 0) aios::log::info("LEASES_EXPIRED", {{"count", swept}});
+            } catch (const aios::Error& error) {
+              aios::log::warn("LEASE_SWEEP_FAILED", {{"error", error.code()}});
+            }
+            lock.lock();
+          }
+        }) {}
+  ~LeaseSweeper() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"The AIOS task scheduler: serves the Task API (tasks, leases, fleet scheduling)\n"
-               "and the governed Bridge (plans, execution envelopes, writer leases, governed\n"
-               "commits) on loopback. Each option also reads the environment variable shown.",
+               "on loopback over an embedded SQLite database (WAL, synchronous=FULL).\n"
+               "Each option also reads the environment variable shown.",
                "aios-task-scheduler"};
   aios::daemon::add_version_flag(app);
-  std::string db = "/var/lib/aios-agent-task/state.sqlite3";
-  std::string token_file;
+  std::string db_path = "/var/lib/aios-agent-task/state.sqlite3";
+  std::string token_file = default_token_file();
   std::string api_host = "127.0.0.1";
-  int api_port = 18940;
+  std::uint16_t api_port = 18940;
   std::string bridge_host = "127.0.0.1";
-  int bridge_port = 18892;
+  std::uint16_t bridge_port = 18892;
   std::string authority = "/data/aios-gitops/repo.git";
   int lease_seconds = 120;
-  app.add_option("--db", db, "SQLite task database")->envname("AIOS_AGENT_TASK_DB");
+  int sweep_ms = 1000;
+  unsigned threads = 4;
+  app.add_option("--db", db_path, "SQLite task database")->envname("AIOS_AGENT_TASK_DB");
   app.add_option("--control-token-file", token_file,
                  "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
       ->envname("AIOS_AGENT_TASK_CONTROL_TOKEN_FILE");
-  app.add_option("--api-host", api_host, "Task API address")->envname("AIOS_AGENT_TASK_API_HOST");
-  app.add_option("--api-port", api_port, "Task API port")->envname("AIOS_AGENT_TASK_API_PORT");
-  app.add_option("--bridge-host", bridge_host, "Bridge address")
+  app.add_option("--api-host", api_host, "Task API address (loopback)")
+      ->envname("AIOS_AGENT_TASK_API_HOST");
+  app.add_option("--api-port", api_port, "Task API port (0: any free port)")
+      ->envname("AIOS_AGENT_TASK_API_PORT");
+  app.add_option("--bridge-host", bridge_host, "Bridge address (not served by this build)")
       ->envname("AIOS_GOVERNED_WRITE_API_HOST");
-  app.add_option("--bridge-port", bridge_port, "Bridge port")
+  app.add_option("--bridge-port", bridge_port, "Bridge port (not served by this build)")
       ->envname("AIOS_GOVERNED_WRITE_API_PORT");
   app.add_option("--authority-git-dir", authority, "Authority bare repository")
       ->envname("AIOS_AUTHORITY_GIT_DIR");
   app.add_option("--lease-seconds", lease_seconds, "Task lease length")
-      ->envname("AIOS_TASK_LEASE_SECONDS");
+      ->envname("AIOS_TASK_LEASE_SECONDS")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--sweep-interval-ms", sweep_ms, "How often expired leases are returned")
+      ->envname("AIOS_TASK_LEASE_SWEEP_MS")
+      ->check(CLI::Range(10, 60000));
+  app.add_option("--threads", threads, "HTTP worker threads")
+      ->envname("AIOS_AGENT_TASK_API_THREADS")
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
-  return aios::daemon::not_yet_available(app, "the Task API and Bridge service");
+
+  const aios::daemon::TerminationSignals signals;
+  try {
+    const std::string token =
+        aios::read_secret_file(token_file, 32, aios::ErrorCode::CONTROL_CREDENTIAL_UNAVAILABLE,
+                               aios::ErrorCode::CONTROL_CREDENTIAL_INVALID);
+    aios::Database db({.path = db_path, .connections = threads + 1});
+    const aios::SystemClock clock;
+    aios::TaskPlane plane(db, clock, {.lease = std::chrono::seconds(lease_seconds)});
+    aios::TaskApiMetrics metrics;
+    aios::TaskApi api(plane, token, metrics);
+    aios::http::ServerOptions options;
+    options.host = api_host;
+    options.port = api_port;
+    options.threads = threads;
+    options.on_unhandled_exception = [](std::string_view what) {
+      aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
+    };
+    aios::http::Server server(options, [&api](const aios::http::Request& request) {
+      return api.handle(request);
+    });
+    server.start();
+    const LeaseSweeper sweeper(plane, metrics, std::chrono::milliseconds(sweep_ms));
+    aios::log::info("TASK_API_LISTENING", {{"host", api_host},
+                                           {"port", server.port()},
+                                           {"db", db_path},
+                                           {"schema_version", db.schema_version()},
+                                           {"version", aios::kVersion}});
+    const int signal = signals.wait();
+    aios::log::info("SHUTDOWN_REQUESTED", {{"signal", signal}, {"in_flight", server.in_flight()}});
+    server.stop();
+    aios::log::info("STOPPED");
+    return 0;
+  } catch (const aios::Error& error) {
+    aios::log::error("START_FAILED", {{"error", error.code()}, {"detail", error.detail()}});
+    return aios::daemon::kExitUnavailable;
+  }
 }

@@ -14,6 +14,7 @@ using aios::test::run_command;
 struct Daemon {
   const char* name;
   const char* help_mentions;  // an option or variable its --help must document
+  const char* plain_start;    // what a start without configuration must say
 };
 
 class DaemonCli : public ::testing::TestWithParam<Daemon> {
@@ -45,20 +46,24 @@ TEST_P(DaemonCli, UnknownFlagIsRefused) {
   EXPECT_NE(result.output.find("no-such-flag"), std::string::npos);
 }
 
-// Given a plain start, the daemon should say the service is not in this build and exit 69.
+// Given a plain start without credentials, the daemon should say what is missing and exit 69.
 TEST_P(DaemonCli, PlainStartSaysWhatIsMissing) {
-  const auto result = run_command(binary());
+  const auto result = run_command("env -u CREDENTIALS_DIRECTORY " + binary());
   EXPECT_EQ(result.exit_code, 69);
-  EXPECT_NE(result.output.find("not part of this build"), std::string::npos);
+  EXPECT_NE(result.output.find(GetParam().plain_start), std::string::npos) << result.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllDaemons, DaemonCli,
-    ::testing::Values(Daemon{"aios-task-scheduler", "AIOS_AGENT_TASK_DB"},
+    ::testing::Values(Daemon{"aios-task-scheduler", "AIOS_AGENT_TASK_DB",
+                             "CONTROL_CREDENTIAL_UNAVAILABLE"},
                       Daemon{"aios-agent-task-execution-rebind",
-                             "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID"},
-                      Daemon{"aios-external-agent-executor", "--profile-root"},
-                      Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS"}),
+                             "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID",
+                             "not part of this build"},
+                      Daemon{"aios-external-agent-executor", "--profile-root",
+                             "not part of this build"},
+                      Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",
+                             "not part of this build"}),
     [](const ::testing::TestParamInfo<Daemon>& param_info) {
       std::string name = param_info.param.name;
       for (auto& c : name) c = (c == '-') ? '_' : c;

@@ -1,0 +1,220 @@
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <algorithm>
+
+#include "aios/canonical.hpp"
+#include "envelope/fields.hpp"
+#include "fleet/internal.hpp"
+
+namespace aios {
+namespace {
+
+using envelope::fail;
+
+const nlohmann::json kNull;
+
+const nlohmann::json kDefaultLimit = 10;
+
+const fleet::WorkerState& own_worker(const std::optional<fleet::WorkerState>& worker,
+                                     const Agent& agent) {
+  if (!worker) fail(ErrorCode::WORKER_NOT_FOUND);
+  if (worker->agent_id != agent.agent_id) fail(ErrorCode::WORKER_AGENT_MISMATCH);
+  return *worker;
+}
+
+std::string worker_id_of(const nlohmann::json& body) {
+  const auto& id = envelope::get_or(body, "worker_id", kNull);
+  if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
+    fail(ErrorCode::WORKER_ID_INVALID);
+  }
+  return id;
+}
+
+void touch_worker(SQLite::Database& db, const std::string& worker_id, double now) {
+  SQLite::Statement update(db, "UPDATE workers SET last_seen_at=? WHERE worker_id=?");
+  update.bind(1, now);
+  update.bind(2, worker_id);
+  update.exec();
+}
+
+}  // namespace
+
+nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
+  envelope::require_known_keys(body, {"worker_id", "limit"}, ErrorCode::REQUEST_FIELDS_INVALID);
+  const std::string worker_id = worker_id_of(body);
+  const auto limit = static_cast<std::size_t>(envelope::require_int(
+      envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
+  const double now = to_epoch_seconds(clock_.now());
+  // Polling is the worker's liveness signal; it is the only write a poll makes.
+  db_.write([&](SQLite::Database& db) {
+    own_worker(fleet::load_worker(db, worker_id, now), agent);
+    touch_worker(db, worker_id, now);
+  });
+  nlohmann::json tasks = nlohmann::json::array();
+  db_.read([&](SQLite::Database& db) {
+    const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
+    for (const auto& row : store::queued_tasks_in_fleet_order(db)) {
+      if (tasks.size() >= limit) break;
+      const bool quarantined = fleet::task_quarantined(db, row.task_id, worker_id, now);
+      auto reasons = fleet::ineligibility_reasons(worker, row, facts_->get(row), quarantined, now,
+                                                  options_);
+      // A full worker still sees what it could take next; the claim enforces the slot.
+      std::erase(reasons, "no_free_slot");
+      if (reasons.empty()) tasks.push_back(fleet::view_of(row));
+    }
+  });
+  return {{"tasks", tasks}};
+}
+
+nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
+                                const nlohmann::json& body) {
+  envelope::require_exact_keys(body, {"worker_id", "expected_revision", "execution_digest"},
+                               ErrorCode::REQUEST_FIELDS_INVALID);
+  const std::string worker_id = worker_id_of(body);
+  const auto expected_revision = envelope::require_int(body["expected_revision"], 0,
+                                                       INT64_MAX, ErrorCode::REVISION_INVALID);
+  const auto& digest_value = body["execution_digest"];
+  if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
+    fail(ErrorCode::EXECUTION_DIGEST_INVALID);
+  }
+  const auto now_point = clock_.now();
+  const double now = to_epoch_seconds(now_point);
+  const std::string now_iso = format_iso8601(now_point);
+  const auto expires = now_point + options_.lease;
+  const std::string lease_token = random_hex(32);
+  const std::string claim_id = "claim-" + random_hex(16);
+  nlohmann::json response;
+  db_.write([&](SQLite::Database& db) {
+    const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
+    auto row = store::load_task(db, task_id);
+    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
+    if (row->status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
+    if (row->revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    const auto facts = facts_->get(*row);
+    if (facts.execution_digest != digest_value) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
+    if (row->attempt >= row->max_attempts) fail(ErrorCode::TASK_ATTEMPTS_EXHAUSTED);
+    // The claim itself is a liveness signal, so "offline" never refuses the claimant.
+    auto live = worker;
+    live.last_seen = now;
+    const auto reasons = fleet::ineligibility_reasons(
+        live, *row, facts, fleet::task_quarantined(db, task_id, worker_id, now), now, options_);
+    if (!reasons.empty()) fail(fleet::reason_code(reasons.front()));
+
+    const auto previous_revision = row->revision;
+    row->status = "CLAIMED";
+    row->attempt += 1;
+    row->revision += 1;
+    row->claimed_by = worker_id;
+    row->claim_id = claim_id;
+    row->lease_token_hash = sha256_hex(lease_token);
+    row->lease_expires_at = format_iso8601(expires);
+    row->updated_at = now_iso;
+    if (!store::update_task(db, *row, previous_revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
+
+    SQLite::Statement claim_row(db,
+                                "INSERT INTO claims(claim_id,task_id,worker_id,agent_id,attempt,"
+                                "status,lease_expires_at,created_at) VALUES (?,?,?,?,?,'ACTIVE',?,?)");
+    claim_row.bind(1, claim_id);
+    claim_row.bind(2, task_id);
+    claim_row.bind(3, worker_id);
+    claim_row.bind(4, agent.agent_id);
+    claim_row.bind(5, row->attempt);
+    claim_row.bind(6, to_epoch_seconds(expires));
+    claim_row.bind(7, now_iso);
+    claim_row.exec();
+    // The fleet reservation is bound to the claim in the same transaction as the CAS, so a
+    // failed claim leaves no reservation behind and a slot is never double-booked.
+    SQLite::Statement dispatch(
+        db,
+        "INSERT INTO fleet_dispatches(reservation_id,task_id,worker_id,task_revision,scope_key,"
+        "failure_domain,reserved_until,state,score,claim_id,created_at,updated_at) "
+        "VALUES (?,?,?,?,?,?,?,'CLAIMED',?,?,?,?)");
+    dispatch.bind(1, "reservation-" + claim_id.substr(6));
+    dispatch.bind(2, task_id);
+    dispatch.bind(3, worker_id);
+    dispatch.bind(4, previous_revision);
+    dispatch.bind(5, row->scope_key);
+    dispatch.bind(6, worker.failure_domain);
+    dispatch.bind(7, to_epoch_seconds(expires));
+    dispatch.bind(8, static_cast<double>(row->seq));
+    dispatch.bind(9, claim_id);
+    dispatch.bind(10, now);
+    dispatch.bind(11, now);
+    dispatch.exec();
+    SQLite::Statement scope(db,
+                            "INSERT INTO fleet_scope_state(scope_key,dispatch_count,"
+                            "last_dispatch_at) VALUES (?,1,?) ON CONFLICT(scope_key) DO UPDATE "
+                            "SET dispatch_count=dispatch_count+1, last_dispatch_at=excluded."
+                            "last_dispatch_at");
+    scope.bind(1, row->scope_key);
+    scope.bind(2, now);
+    scope.exec();
+    touch_worker(db, worker_id, now);
+    store::append_event(db, task_id, "TASK_CLAIMED", agent.agent_id,
+                        {{"claim_id", claim_id},
+                         {"worker_id", worker_id},
+                         {"attempt", row->attempt},
+                         {"revision", row->revision},
+                         {"execution_digest", digest_value},
+                         {"lease_expires_at", row->lease_expires_at}},
+                        now_iso);
+    response = {{"task_id", task_id},
+                {"claim_id", claim_id},
+                {"lease_token", lease_token},
+                {"lease_expires_at", row->lease_expires_at},
+                {"attempt", row->attempt},
+                {"revision", row->revision},
+                {"execution_digest", digest_value}};
+  });
+  return response;
+}
+
+std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
+                                                    const std::string& worker_id) {
+  const auto candidates = poll(agent, {{"worker_id", worker_id}, {"limit", 100}})["tasks"];
+  for (const auto& task : candidates) {
+    try {
+      return claim(agent, task["task_id"],
+                   {{"worker_id", worker_id},
+                    {"expected_revision", task["revision"]},
+                    {"execution_digest", task["execution_digest"]}});
+    } catch (const Error& error) {
+      // The claim is the security oracle for one candidate at a time: a refusal that concerns
+      // this task moves on to the next; one that concerns the worker ends the attempt.
+      if (error.code() == "TASK_NOT_CLAIMABLE" || error.code() == "TASK_REVISION_CONFLICT" ||
+          error.code() == "FLEET_TASK_QUARANTINED" ||
+          error.code() == "TASK_EXECUTION_DIGEST_MISMATCH") {
+        continue;
+      }
+      if (error.code() == "FLEET_WORKER_CAPACITY_EXHAUSTED" ||
+          error.code() == "FLEET_WORKER_CIRCUIT_OPEN") {
+        return std::nullopt;
+      }
+      throw;
+    }
+  }
+  return std::nullopt;
+}
+
+nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
+  const double now = to_epoch_seconds(clock_.now());
+  nlohmann::json workers = nlohmann::json::array();
+  nlohmann::json task_status;
+  db_.read([&](SQLite::Database& db) {
+    const auto row = store::load_task(db, task_id);
+    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
+    task_status = row->status;
+    for (const auto& worker : fleet::load_workers(db, now)) {
+      auto reasons = fleet::ineligibility_reasons(
+          worker, *row, facts_->get(*row),
+          fleet::task_quarantined(db, task_id, worker.worker_id, now), now, options_);
+      if (row->status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
+      workers.push_back({{"worker_id", worker.worker_id},
+                         {"eligible", reasons.empty()},
+                         {"reasons", reasons}});
+    }
+  });
+  return {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};
+}
+
+}  // namespace aios

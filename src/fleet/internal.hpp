@@ -1,0 +1,98 @@
+#pragma once
+// Shared pieces of the task plane's implementation: worker state as the fleet sees it, the
+// eligibility decision, and small row helpers. Call only inside a Database transaction.
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aios/fleet.hpp"
+#include "aios/store.hpp"
+
+namespace SQLite {
+class Database;
+}
+
+namespace aios::fleet {
+
+struct WorkerState {
+  std::string worker_id;
+  std::string agent_id;
+  nlohmann::json capabilities;
+  std::set<std::string> effective;  // normalize_worker_capabilities(capabilities)
+  std::set<std::string> allowed_adapters;
+  nlohmann::json labels;
+  std::set<std::string> tenants;  // empty: any tenant
+  double last_seen = 0;
+  std::int64_t max_slots = 1;
+  std::string failure_domain;
+  std::string circuit_state = "CLOSED";
+  double circuit_open_until = 0;
+  std::int64_t consecutive_failures = 0;
+  bool quarantined = false;
+  std::int64_t used_slots = 0;  // active claims + live reservations
+  std::int64_t probes = 0;      // claims taken since a circuit half-opened
+};
+
+// What the fleet decides on, read from the task's execution envelope in metadata_json: that is
+// authoritative because an execution rebind rewrites only metadata and the revision.
+struct TaskFacts {
+  std::string adapter;
+  std::string execution_digest;
+  std::set<std::string> required;  // normalized capability scope; empty when unusable
+};
+
+// Parsed facts per (task, revision), so a poll does not re-parse every queued envelope.
+// Thread-safe.
+class TaskFactsCache {
+ public:
+  TaskFacts get(const store::TaskRow& row);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::int64_t>, TaskFacts> facts_;
+};
+
+std::optional<WorkerState> load_worker(SQLite::Database& db, const std::string& worker_id,
+                                       double now);
+std::vector<WorkerState> load_workers(SQLite::Database& db, double now);
+
+// True when a live task quarantine keeps `worker_id` away from `task_id`.
+bool task_quarantined(SQLite::Database& db, const std::string& task_id,
+                      const std::string& worker_id, double now);
+
+// The reasons, in a fixed order, that keep `worker` from claiming `task` now. The first one is
+// the claim's refusal code (see reason_code).
+std::vector<std::string> ineligibility_reasons(const WorkerState& worker,
+                                               const store::TaskRow& task, const TaskFacts& facts,
+                                               bool quarantined_task, double now,
+                                               const TaskPlaneOptions& options);
+ErrorCode reason_code(const std::string& reason);
+
+// Worker circuit bookkeeping, shared by release, lease expiry and the direct calls.
+void note_worker_failure(SQLite::Database& db, const std::string& worker_id, double now,
+                         int threshold, std::chrono::seconds cooldown);
+void note_worker_success(SQLite::Database& db, const std::string& worker_id, double now);
+
+// Ends the task's fleet dispatch (frees its slot) with `state`.
+void end_dispatch(SQLite::Database& db, const std::string& task_id, const std::string& state,
+                  double now);
+// Ends the claim row with `status`.
+void end_claim(SQLite::Database& db, const std::string& claim_id, const std::string& status,
+               const std::string& now_iso);
+
+// The task's current execution envelope, from metadata_json (authoritative: the rebind service
+// rewrites it).
+nlohmann::json execution_of(const store::TaskRow& row);
+
+// The task view the API returns: never a token hash.
+nlohmann::json view_of(const store::TaskRow& row);
+
+// Parses a stored JSON column, or returns `fallback` for an empty one.
+nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback);
+
+}  // namespace aios::fleet

@@ -1,0 +1,161 @@
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <algorithm>
+
+#include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
+#include "envelope/fields.hpp"
+#include "fleet/internal.hpp"
+
+namespace aios {
+namespace {
+
+using envelope::fail;
+
+std::string scope_key_of(const nlohmann::json& task) {
+  const auto& type = task["scope_type"];
+  if (type == "tenant") return "tenant:" + task["tenant_id"].get<std::string>();
+  if (type == "project") {
+    return "project:" + task["tenant_id"].get<std::string>() + "/" +
+           task["project_id"].get<std::string>();
+  }
+  return "global";
+}
+
+// The seed's fleet_scope_weight: a number, clamped to [0.05, 100], default 1.
+double scope_weight_of(const nlohmann::json& metadata) {
+  const auto it = metadata.find("fleet_scope_weight");
+  if (it == metadata.end() || !it->is_number()) return 1.0;
+  return std::clamp(it->get<double>(), 0.05, 100.0);
+}
+
+bool readable_by(SQLite::Database& db, const store::TaskRow& row, const Agent* reader) {
+  if (reader == nullptr) return true;
+  if (row.claimed_by.empty()) return false;
+  SQLite::Statement owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
+  owner.bind(1, row.claimed_by);
+  owner.bind(2, reader->agent_id);
+  return owner.executeStep();
+}
+
+}  // namespace
+
+std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body) {
+  if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
+  const auto binding_it = body.find("binding");
+  if (binding_it == body.end()) fail(ErrorCode::BINDING_INVALID);
+  const auto binding = GovernedBinding::from_mapping(*binding_it);
+  nlohmann::json task_request = body;
+  task_request.erase("binding");
+  nlohmann::json execution_request = nlohmann::json::object();
+  if (const auto it = task_request.find("execution"); it != task_request.end()) {
+    execution_request = *it;
+    task_request.erase(it);
+  }
+  // The id is part of the request so a replay is recognized before projection work is stored.
+  if (!task_request.contains("task_id")) fail(ErrorCode::TASK_BINDING_MISMATCH);
+  const auto projected = project_online_task(binding, task_request, execution_request);
+  const auto& execution = projected["metadata"]["execution"];
+  const std::string request_sha = digest(body);
+  const std::string now = format_iso8601(clock_.now());
+
+  store::TaskRow row;
+  row.task_id = binding.task_id;
+  row.status = "QUEUED";
+  row.attempt = 0;
+  row.max_attempts = projected["max_attempts"];
+  row.revision = 1;
+  row.metadata_json = canonical_json(projected["metadata"]);
+  row.required_capabilities_json = canonical_json(projected["required_capabilities"]);
+  row.capability_scope_json = canonical_json(execution["capability_scope"]);
+  row.job_id = binding.job_id;
+  row.action = execution["action"];
+  row.adapter = execution["adapter"];
+  row.execution_digest = execution["execution_digest"];
+  row.priority = projected["priority"];
+  row.scope_key = scope_key_of(projected);
+  row.scope_weight = scope_weight_of(projected["metadata"]);
+  nlohmann::json document = projected;
+  document.erase("metadata");
+  row.task_json = canonical_json(document);
+  row.request_sha256 = request_sha;
+  row.created_at = now;
+  row.updated_at = now;
+
+  int status = 201;
+  nlohmann::json view;
+  db_.write([&](SQLite::Database& db) {
+    if (const auto existing = store::load_task(db, row.task_id)) {
+      if (existing->request_sha256 != request_sha) fail(ErrorCode::TASK_ALREADY_EXISTS);
+      status = 200;
+      view = fleet::view_of(*existing);
+      return;
+    }
+    store::insert_task(db, row);
+    store::append_event(db, row.task_id, "TASK_CREATED", "owner-control",
+                        {{"execution_digest", row.execution_digest},
+                         {"action", row.action},
+                         {"adapter", row.adapter},
+                         {"revision", row.revision}},
+                        now);
+    view = fleet::view_of(*store::load_task(db, row.task_id));
+  });
+  return {status, view};
+}
+
+nlohmann::json TaskPlane::task_view(const std::string& task_id, const Agent* reader) {
+  nlohmann::json view;
+  db_.read([&](SQLite::Database& db) {
+    const auto row = store::load_task(db, task_id);
+    if (!row || !readable_by(db, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
+    view = fleet::view_of(*row);
+  });
+  return view;
+}
+
+nlohmann::json TaskPlane::list_tasks(const std::string& status, std::size_t limit,
+                                     std::int64_t after) {
+  nlohmann::json tasks = nlohmann::json::array();
+  std::int64_t last = after;
+  db_.read([&](SQLite::Database& db) {
+    for (const auto& row : store::tasks_with_status(db, status, after, limit)) {
+      tasks.push_back(fleet::view_of(row));
+      last = row.seq;
+    }
+  });
+  return {{"tasks", tasks}, {"next_after", last}};
+}
+
+nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* reader) {
+  nlohmann::json events = nlohmann::json::array();
+  db_.read([&](SQLite::Database& db) {
+    const auto row = store::load_task(db, task_id);
+    if (!row || !readable_by(db, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
+    SQLite::Statement query(db,
+                            "SELECT event_id, event_type, agent_id, payload_json, created_at "
+                            "FROM task_events WHERE task_id=? ORDER BY event_id");
+    query.bind(1, task_id);
+    while (query.executeStep()) {
+      events.push_back({{"event_id", query.getColumn(0).getInt64()},
+                        {"event_type", query.getColumn(1).getString()},
+                        {"agent_id", query.getColumn(2).getString()},
+                        {"payload", fleet::parse_column(query.getColumn(3).getString(),
+                                                        nlohmann::json::object())},
+                        {"created_at", query.getColumn(4).getString()}});
+    }
+  });
+  return {{"task_id", task_id}, {"events", events}};
+}
+
+std::vector<std::pair<std::string, std::int64_t>> TaskPlane::status_counts() {
+  std::vector<std::pair<std::string, std::int64_t>> counts;
+  db_.read([&](SQLite::Database& db) {
+    SQLite::Statement query(db, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
+    while (query.executeStep()) {
+      counts.emplace_back(query.getColumn(0).getString(), query.getColumn(1).getInt64());
+    }
+  });
+  return counts;
+}
+
+}  // namespace aios

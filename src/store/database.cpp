@@ -1,0 +1,161 @@
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <deque>
+
+#include "aios/error.hpp"
+#include "aios/store.hpp"
+#include "store/schema.sql.hpp"
+
+namespace aios {
+namespace {
+
+[[noreturn]] void rethrow_mapped(const SQLite::Exception& error) {
+  const int code = error.getErrorCode() & 0xff;
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+    throw Error(ErrorCode::STORE_BUSY, error.what());
+  }
+  if (code == SQLITE_FULL) throw Error(ErrorCode::STORE_FULL, error.what());
+  throw Error(ErrorCode::STORE_FAILURE, error.what());
+}
+
+std::unique_ptr<SQLite::Database> open_connection(const DatabaseOptions& options) {
+  std::unique_ptr<SQLite::Database> db;
+  try {
+    db = std::make_unique<SQLite::Database>(
+        options.path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+        static_cast<int>(options.busy_timeout.count()));
+  } catch (const SQLite::Exception& error) {
+    throw Error(ErrorCode::STORE_UNAVAILABLE, error.what());
+  }
+  try {
+    // A committed transition must survive power loss: refuse to run without WAL + FULL.
+    const std::string mode = db->execAndGet("PRAGMA journal_mode=WAL").getString();
+    db->exec("PRAGMA synchronous=FULL");
+    const int synchronous = db->execAndGet("PRAGMA synchronous").getInt();
+    if (mode != "wal" || synchronous != 2) {
+      throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE,
+                  "journal_mode=" + mode + " synchronous=" + std::to_string(synchronous));
+    }
+    db->exec("PRAGMA foreign_keys=ON");
+  } catch (const SQLite::Exception& error) {
+    throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE, error.what());
+  }
+  return db;
+}
+
+int current_version(SQLite::Database& db) {
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations("
+      "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)");
+  return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").getInt();
+}
+
+}  // namespace
+
+class Database::Pool {
+ public:
+  explicit Pool(const DatabaseOptions& options) {
+    for (std::size_t i = 0; i < std::max<std::size_t>(1, options.connections); ++i) {
+      idle_.push_back(open_connection(options));
+    }
+  }
+
+  // Borrowed connection, returned to the pool on destruction.
+  class Handle {
+   public:
+    Handle(Pool& pool, std::unique_ptr<SQLite::Database> db) : pool_(pool), db_(std::move(db)) {}
+    ~Handle() { pool_.give_back(std::move(db_)); }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    SQLite::Database& operator*() { return *db_; }
+
+   private:
+    Pool& pool_;
+    std::unique_ptr<SQLite::Database> db_;
+  };
+
+  Handle take() {
+    std::unique_lock lock(mutex_);
+    available_.wait(lock, [this] { return !idle_.empty(); });
+    auto db = std::move(idle_.front());
+    idle_.pop_front();
+    return Handle(*this, std::move(db));
+  }
+
+ private:
+  void give_back(std::unique_ptr<SQLite::Database> db) {
+    {
+      std::lock_guard lock(mutex_);
+      idle_.push_back(std::move(db));
+    }
+    available_.notify_one();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::deque<std::unique_ptr<SQLite::Database>> idle_;
+};
+
+Database::Database(DatabaseOptions options)
+    : options_(std::move(options)), pool_(std::make_unique<Pool>(options_)) {
+  if (!options_.migrate) return;
+  for (const auto& migration : store::kMigrations) {
+    write([&migration](SQLite::Database& db) {
+      // Re-read under the write lock: another process may have migrated meanwhile.
+      if (current_version(db) >= migration.version) return;
+      db.exec(std::string(migration.sql));
+      SQLite::Statement insert(db, "INSERT INTO schema_migrations(version) VALUES (?)");
+      insert.bind(1, migration.version);
+      insert.exec();
+    });
+  }
+}
+
+Database::~Database() = default;
+
+void Database::write(const std::function<void(SQLite::Database&)>& body) {
+  auto handle = pool_->take();
+  SQLite::Database& db = *handle;
+  try {
+    db.exec("BEGIN IMMEDIATE");
+  } catch (const SQLite::Exception& error) {
+    rethrow_mapped(error);
+  }
+  try {
+    body(db);
+    db.exec("COMMIT");
+  } catch (const SQLite::Exception& error) {
+    db.tryExec("ROLLBACK");
+    rethrow_mapped(error);
+  } catch (...) {
+    db.tryExec("ROLLBACK");
+    throw;
+  }
+}
+
+void Database::read(const std::function<void(SQLite::Database&)>& body) {
+  auto handle = pool_->take();
+  SQLite::Database& db = *handle;
+  try {
+    db.exec("BEGIN");
+    body(db);
+    db.exec("COMMIT");
+  } catch (const SQLite::Exception& error) {
+    db.tryExec("ROLLBACK");
+    rethrow_mapped(error);
+  } catch (...) {
+    db.tryExec("ROLLBACK");
+    throw;
+  }
+}
+
+int Database::schema_version() {
+  int version = 0;
+  read([&version](SQLite::Database& db) {
+    version = db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").getInt();
+  });
+  return version;
+}
+
+}  // namespace aios

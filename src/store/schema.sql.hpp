@@ -1,0 +1,154 @@
+#pragma once
+// Numbered migrations of the task-plane database. A migration is applied once, inside one
+// transaction with its row in schema_migrations; never edit a shipped migration, add one.
+
+#include <array>
+#include <string_view>
+
+namespace aios::store {
+
+struct Migration {
+  int version;
+  std::string_view sql;
+};
+
+// The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
+// task_execution_rebinds) so its fixtures and an existing deployment's database still work.
+inline constexpr std::array<Migration, 1> kMigrations = {{
+    {1, R"sql(
+CREATE TABLE IF NOT EXISTS tasks(
+  task_id TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  claimed_by TEXT,
+  lease_token_hash TEXT,
+  lease_expires_at TEXT,
+  verification_json TEXT,
+  result_json TEXT,
+  metadata_json TEXT,
+  required_capabilities_json TEXT
+);
+ALTER TABLE tasks ADD COLUMN seq INTEGER;
+UPDATE tasks SET seq=rowid WHERE seq IS NULL;
+ALTER TABLE tasks ADD COLUMN job_id TEXT;
+ALTER TABLE tasks ADD COLUMN action TEXT;
+ALTER TABLE tasks ADD COLUMN adapter TEXT;
+ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN scope_key TEXT NOT NULL DEFAULT 'global';
+ALTER TABLE tasks ADD COLUMN scope_weight REAL NOT NULL DEFAULT 1.0;
+ALTER TABLE tasks ADD COLUMN claim_id TEXT;
+ALTER TABLE tasks ADD COLUMN execution_digest TEXT;
+ALTER TABLE tasks ADD COLUMN capability_scope_json TEXT;
+ALTER TABLE tasks ADD COLUMN task_json TEXT;
+ALTER TABLE tasks ADD COLUMN request_sha256 TEXT;
+ALTER TABLE tasks ADD COLUMN created_at TEXT;
+ALTER TABLE tasks ADD COLUMN updated_at TEXT;
+CREATE INDEX IF NOT EXISTS tasks_by_status_seq ON tasks(status, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_lease ON tasks(status, lease_expires_at);
+CREATE TABLE IF NOT EXISTS task_events(
+  event_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id TEXT,
+  event_type TEXT,
+  agent_id TEXT,
+  payload_json TEXT,
+  created_at TEXT
+);
+CREATE INDEX IF NOT EXISTS task_events_by_task ON task_events(task_id, event_id);
+CREATE TABLE IF NOT EXISTS claims(
+  claim_id TEXT PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  worker_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  lease_expires_at REAL NOT NULL,
+  created_at TEXT NOT NULL,
+  ended_at TEXT
+);
+CREATE INDEX IF NOT EXISTS claims_by_worker ON claims(worker_id, status);
+CREATE TABLE IF NOT EXISTS agents(
+  agent_id TEXT PRIMARY KEY,
+  token_sha256 TEXT NOT NULL UNIQUE,
+  granted_capabilities_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS workers(
+  worker_id TEXT PRIMARY KEY,
+  agent_id TEXT NOT NULL,
+  capabilities_json TEXT NOT NULL,
+  allowed_adapters_json TEXT NOT NULL,
+  labels_json TEXT NOT NULL,
+  tenants_json TEXT NOT NULL,
+  registered_at TEXT NOT NULL,
+  last_seen_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results(
+  task_id TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  request_sha256 TEXT NOT NULL,
+  response_json TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(task_id, idempotency_key)
+);
+CREATE TABLE IF NOT EXISTS fleet_dispatches(
+  reservation_id TEXT PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  worker_id TEXT NOT NULL,
+  task_revision INTEGER NOT NULL,
+  scope_key TEXT NOT NULL,
+  failure_domain TEXT NOT NULL,
+  reserved_until REAL NOT NULL,
+  state TEXT NOT NULL,
+  score REAL NOT NULL,
+  claim_id TEXT,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS fleet_dispatches_by_worker ON fleet_dispatches(worker_id, state);
+CREATE INDEX IF NOT EXISTS fleet_dispatches_by_task ON fleet_dispatches(task_id, state);
+CREATE TABLE IF NOT EXISTS fleet_worker_capacity(
+  worker_id TEXT PRIMARY KEY,
+  max_slots INTEGER NOT NULL,
+  failure_domain TEXT NOT NULL,
+  labels_json TEXT NOT NULL,
+  consecutive_failures INTEGER NOT NULL DEFAULT 0,
+  circuit_state TEXT NOT NULL DEFAULT 'CLOSED',
+  circuit_open_until REAL NOT NULL DEFAULT 0,
+  quarantined INTEGER NOT NULL DEFAULT 0,
+  updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS fleet_scope_state(
+  scope_key TEXT PRIMARY KEY,
+  dispatch_count INTEGER NOT NULL DEFAULT 0,
+  last_dispatch_at REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS fleet_task_quarantine(
+  task_id TEXT NOT NULL,
+  worker_id TEXT NOT NULL,
+  failure_class TEXT NOT NULL,
+  failures INTEGER NOT NULL,
+  quarantined_until REAL NOT NULL,
+  PRIMARY KEY(task_id, worker_id)
+);
+CREATE TABLE IF NOT EXISTS task_execution_rebinds(
+  task_id TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  request_sha256 TEXT NOT NULL,
+  authorization_id TEXT NOT NULL,
+  previous_verification_sha256 TEXT NOT NULL,
+  old_execution_digest TEXT NOT NULL,
+  new_execution_digest TEXT NOT NULL,
+  expected_revision INTEGER NOT NULL,
+  applied_revision INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(task_id,idempotency_key)
+);
+)sql"},
+}};
+
+}  // namespace aios::store

@@ -1,0 +1,41 @@
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "aios/canonical.hpp"
+#include "aios/sys.hpp"
+
+namespace aios {
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> buffer(bytes);
+  if (RAND_bytes(buffer.data(), static_cast<int>(buffer.size())) != 1) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "RAND_bytes failed");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes * 2);
+  for (const unsigned char byte : buffer) {
+    out.push_back(kHex[byte >> 4]);
+    out.push_back(kHex[byte & 0x0f]);
+  }
+  return out;
+}
+
+std::string read_secret_file(const std::filesystem::path& path, std::size_t min_length,
+                             ErrorCode unavailable, ErrorCode invalid) {
+  struct stat info {};
+  // lstat, not stat: a symlink could point the daemon at a file the operator never meant.
+  if (lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) throw Error(unavailable);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(unavailable);
+  const std::string raw{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  const std::string value(python_strip(raw));
+  if (value.size() < min_length) throw Error(invalid);
+  return value;
+}
+
+}  // namespace aios

@@ -1,0 +1,55 @@
+#include <sstream>
+
+#include "aios/taskapi.hpp"
+
+namespace aios {
+
+void TaskApiMetrics::observe(const std::string& route, int status,
+                             std::chrono::nanoseconds elapsed) {
+  const double seconds = std::chrono::duration<double>(elapsed).count();
+  std::lock_guard lock(mutex_);
+  ++requests_[{route, status}];
+  std::size_t bucket = 0;
+  while (bucket < kBuckets.size() && seconds > kBuckets[bucket]) ++bucket;
+  ++latency_buckets_[bucket];
+  latency_sum_ += seconds;
+  ++latency_count_;
+}
+
+std::string TaskApiMetrics::render(
+    const std::vector<std::pair<std::string, std::int64_t>>& task_counts) {
+  std::ostringstream out;
+  out << "# HELP aios_tasks Tasks by status.\n# TYPE aios_tasks gauge\n";
+  for (const auto& [status, count] : task_counts) {
+    out << "aios_tasks{status=\"" << status << "\"} " << count << '\n';
+  }
+  out << "# HELP aios_claims_total Successful claims.\n# TYPE aios_claims_total counter\n"
+      << "aios_claims_total " << claims_.load() << '\n'
+      << "# HELP aios_results_total Results accepted (replays excluded).\n"
+      << "# TYPE aios_results_total counter\naios_results_total " << results_.load() << '\n'
+      << "# HELP aios_lease_expiries_total Leases returned by the sweeper.\n"
+      << "# TYPE aios_lease_expiries_total counter\naios_lease_expiries_total "
+      << expired_.load() << '\n';
+  std::lock_guard lock(mutex_);
+  out << "# HELP aios_http_requests_total Task API requests by route and status.\n"
+      << "# TYPE aios_http_requests_total counter\n";
+  for (const auto& [key, count] : requests_) {
+    out << "aios_http_requests_total{route=\"" << key.first << "\",status=\"" << key.second
+        << "\"} " << count << '\n';
+  }
+  out << "# HELP aios_http_request_seconds Task API request latency.\n"
+      << "# TYPE aios_http_request_seconds histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    cumulative += latency_buckets_[i];
+    out << "aios_http_request_seconds_bucket{le=\"" << kBuckets[i] << "\"} " << cumulative
+        << '\n';
+  }
+  cumulative += latency_buckets_[kBuckets.size()];
+  out << "aios_http_request_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n'
+      << "aios_http_request_seconds_sum " << latency_sum_ << '\n'
+      << "aios_http_request_seconds_count " << latency_count_ << '\n';
+  return out.str();
+}
+
+}  // namespace aios

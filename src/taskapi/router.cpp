@@ -1,0 +1,190 @@
+#include <charconv>
+#include <optional>
+#include <vector>
+
+#include "aios/taskapi.hpp"
+#include "envelope/fields.hpp"
+
+namespace aios {
+namespace {
+
+using envelope::fail;
+
+std::vector<std::string_view> segments_of(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    if (path.front() == '/') {
+      path.remove_prefix(1);
+      continue;
+    }
+    const auto slash = path.find('/');
+    parts.push_back(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
+  }
+  return parts;
+}
+
+nlohmann::json body_of(const http::Request& request) {
+  if (request.body.empty()) return nlohmann::json::object();
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(request.body);
+  } catch (const nlohmann::json::parse_error&) {
+    fail(ErrorCode::REQUEST_INVALID);
+  }
+  if (!value.is_object()) fail(ErrorCode::REQUEST_INVALID);
+  return value;
+}
+
+std::string task_id_of(std::string_view segment) {
+  // An id outside the task-id pattern can name no task.
+  if (!envelope::is_task_id(segment)) fail(ErrorCode::TASK_NOT_FOUND);
+  return std::string(segment);
+}
+
+std::int64_t query_int(const http::Request& request, const char* name, std::int64_t fallback,
+                       std::int64_t min, std::int64_t max) {
+  const auto it = request.query.find(name);
+  if (it == request.query.end()) return fallback;
+  std::int64_t value = 0;
+  const auto& text = it->second;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    fail(ErrorCode::LIMIT_INVALID);
+  }
+  return value;
+}
+
+http::Response ok(const nlohmann::json& body) { return http::json_response(200, body); }
+
+}  // namespace
+
+TaskApi::TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics)
+    : plane_(plane), control_token_(std::move(control_token)), metrics_(metrics) {}
+
+http::Response TaskApi::handle(const http::Request& request) {
+  const auto started = std::chrono::steady_clock::now();
+  std::string route_name = "unknown";
+  http::Response response;
+  try {
+    response = route(request, route_name);
+  } catch (const Error& error) {
+    response = http::error_response(error);
+  }
+  metrics_.observe(route_name, response.status, std::chrono::steady_clock::now() - started);
+  return response;
+}
+
+http::Response TaskApi::route(const http::Request& request, std::string& route_name) {
+  const auto parts = segments_of(request.path);
+  const std::string& method = request.method;
+  const auto n = parts.size();
+  if (n == 1 && parts[0] == "health" && method == "GET") {
+    route_name = "health";
+    return ok({{"status", "ok"}, {"service", "aios-task-scheduler"}});
+  }
+  if (n == 1 && parts[0] == "metrics" && method == "GET") {
+    route_name = "metrics";
+    http::Response response;
+    response.content_type = "text/plain; version=0.0.4";
+    response.body = metrics_.render(plane_.status_counts());
+    return response;
+  }
+  if (n < 2 || parts[0] != "v1") fail(ErrorCode::NOT_FOUND);
+
+  // Roles: the control token is the owner; any other token must be an issued agent token.
+  const bool owner = http::bearer_matches(request, control_token_);
+  std::optional<Agent> agent;
+  if (!owner) {
+    agent = plane_.authenticate_agent(request.bearer_token);
+    if (!agent) fail(ErrorCode::UNAUTHORIZED);
+  }
+  const auto need_owner = [&] {
+    if (!owner) fail(ErrorCode::FORBIDDEN);
+  };
+  const auto need_agent = [&]() -> const Agent& {
+    if (!agent) fail(ErrorCode::FORBIDDEN);
+    return *agent;
+  };
+  const Agent* reader = owner ? nullptr : &*agent;
+
+  if (parts[1] == "agents" && n == 2 && method == "POST") {
+    route_name = "agents";
+    need_owner();
+    return http::json_response(201, plane_.create_agent(body_of(request)));
+  }
+  if (parts[1] == "workers" && n == 3 && parts[2] == "register" && method == "POST") {
+    route_name = "workers_register";
+    return ok(plane_.register_worker(need_agent(), body_of(request)));
+  }
+  if (parts[1] == "fleet") {
+    if (n == 2 && method == "GET") {
+      route_name = "fleet";
+      need_owner();
+      return ok(plane_.fleet_view());
+    }
+    if (n == 4 && parts[2] == "workers" && method == "PUT") {
+      route_name = "fleet_worker";
+      need_owner();
+      return ok(plane_.configure_worker(std::string(parts[3]), body_of(request)));
+    }
+    fail(ErrorCode::NOT_FOUND);
+  }
+  if (parts[1] != "tasks") fail(ErrorCode::NOT_FOUND);
+  if (n == 2 && method == "POST") {
+    route_name = "tasks_create";
+    need_owner();
+    auto [status, view] = plane_.create_task(body_of(request));
+    return http::json_response(status, view);
+  }
+  if (n == 2 && method == "GET") {
+    route_name = "tasks_list";
+    need_owner();
+    const auto status_it = request.query.find("status");
+    return ok(plane_.list_tasks(status_it == request.query.end() ? "" : status_it->second,
+                                static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
+                                query_int(request, "after", 0, 0, INT64_MAX)));
+  }
+  if (n == 3 && parts[2] == "poll" && method == "POST") {
+    route_name = "tasks_poll";
+    return ok(plane_.poll(need_agent(), body_of(request)));
+  }
+  if (n == 3 && method == "GET") {
+    route_name = "task";
+    return ok(plane_.task_view(task_id_of(parts[2]), reader));
+  }
+  if (n != 4) fail(ErrorCode::NOT_FOUND);
+  const std::string task_id = task_id_of(parts[2]);
+  const auto action = parts[3];
+  route_name = "task_" + std::string(action);
+  if (method == "GET" && action == "events") return ok(plane_.task_events(task_id, reader));
+  if (method == "GET" && action == "eligibility") {
+    need_owner();
+    return ok(plane_.eligibility(task_id));
+  }
+  if (method != "POST") fail(ErrorCode::NOT_FOUND);
+  if (action == "claim") {
+    auto response = plane_.claim(need_agent(), task_id, body_of(request));
+    metrics_.count_claim();
+    return ok(response);
+  }
+  if (action == "heartbeat") return ok(plane_.heartbeat(need_agent(), task_id, body_of(request)));
+  if (action == "result") {
+    auto [status, response] = plane_.submit_result(need_agent(), task_id, body_of(request));
+    if (status == 201) metrics_.count_result();
+    return http::json_response(status, response);
+  }
+  if (action == "release") return ok(plane_.release(need_agent(), task_id, body_of(request)));
+  if (action == "verification") {
+    need_owner();
+    return ok(plane_.verify(task_id, body_of(request)));
+  }
+  if (action == "cancel") {
+    need_owner();
+    return ok(plane_.cancel(task_id, body_of(request)));
+  }
+  route_name = "unknown";
+  fail(ErrorCode::NOT_FOUND);
+}
+
+}  // namespace aios

@@ -1,0 +1,44 @@
+// The shipped unit files carry the security properties the seed's tests assert for its units.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+std::string read_file(const std::string& relative) {
+  std::ifstream file(std::string(AIOS_SOURCE_DIR) + "/" + relative);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+// Given the Task API unit, it should run unprivileged, take the control token as a credential
+// and reach nothing but loopback.
+TEST(Units, TaskApiIsUnprivilegedLoopbackAndCredentialBound) {
+  const auto unit = read_file("deploy/systemd/aios-agent-task-api.service");
+  ASSERT_FALSE(unit.empty());
+  for (const char* line :
+       {"User=aios-agent-task", "Group=aios-agent-task",
+        "LoadCredential=agent_task_control_token:/etc/aios-gitops/agent-task-control.token",
+        "Environment=AIOS_AGENT_TASK_CONTROL_TOKEN_FILE=%d/agent_task_control_token",
+        "Environment=AIOS_AGENT_TASK_DB=/var/lib/aios-agent-task/state.sqlite3",
+        "ExecStart=/usr/bin/aios-task-scheduler", "NoNewPrivileges=true", "ProtectSystem=strict",
+        "IPAddressDeny=any", "IPAddressAllow=localhost", "CapabilityBoundingSet=", "UMask=0077"}) {
+    EXPECT_TRUE(has_line(unit, line)) << line;
+  }
+  EXPECT_EQ(unit.find("User=root"), std::string::npos);
+  // No token value may sit in the unit's environment.
+  EXPECT_EQ(unit.find("TOKEN="), std::string::npos);
+}
+
+// Given the tmpfiles entry, the state directory should belong to the service user only.
+TEST(Units, TaskStateDirectoryIsPrivate) {
+  const auto conf = read_file("deploy/tmpfiles.d/aios-agent-task.conf");
+  EXPECT_TRUE(has_line("\n" + conf, "d /var/lib/aios-agent-task 0750 aios-agent-task aios-agent-task -"));
+}
+
+}  // namespace

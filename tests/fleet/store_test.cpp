@@ -1,0 +1,347 @@
+// The task-plane database: durability pragmas, idempotent migrations, several Database
+// objects (processes) on one file, rollback of a failed write, error mapping, and migration of
+// the seed's minimal schema fixture (test_agent_task_execution_rebind.py's make_db).
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet_fixture.hpp"
+
+namespace aios::fleet_test {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  std::filesystem::path path() const { return dir_.path() / "state.sqlite3"; }
+
+  std::int64_t count(Database& db, const std::string& sql) {
+    std::int64_t value = -1;
+    db.read([&](SQLite::Database& connection) { value = connection.execAndGet(sql).getInt64(); });
+    return value;
+  }
+
+  ScopedTempDir dir_;
+};
+
+TEST_F(StoreTest, FileIsWalAndEveryConnectionIsSynchronousFull) {
+  // Given a fresh database, we should find journal_mode=wal persisted in the file (seen by a
+  // plain connection) and synchronous=FULL (2) on the pooled connections.
+  Database db(DatabaseOptions{.path = path(), .connections = 3});
+
+  SQLite::Database plain(path().string(), SQLite::OPEN_READONLY);
+  EXPECT_EQ(plain.execAndGet("PRAGMA journal_mode").getString(), "wal");
+  // Take all three pooled connections, in turn, by nesting reads.
+  std::vector<int> synchronous;
+  db.read([&](SQLite::Database& a) {
+    synchronous.push_back(a.execAndGet("PRAGMA synchronous").getInt());
+    db.read([&](SQLite::Database& b) {
+      synchronous.push_back(b.execAndGet("PRAGMA synchronous").getInt());
+      db.read([&](SQLite::Database& c) {
+        synchronous.push_back(c.execAndGet("PRAGMA synchronous").getInt());
+        EXPECT_EQ(c.execAndGet("PRAGMA foreign_keys").getInt(), 1);
+      });
+    });
+  });
+  EXPECT_EQ(synchronous, (std::vector<int>{2, 2, 2}));
+}
+
+TEST_F(StoreTest, InMemoryDatabaseIsRefusedForDurability) {
+  // Given a path that can never be WAL (":memory:"), we should refuse to run.
+  EXPECT_EQ(code_of([] { Database db(DatabaseOptions{.path = ":memory:"}); }),
+            "STORE_DURABILITY_UNAVAILABLE");
+}
+
+TEST_F(StoreTest, MissingDirectoryIsStoreUnavailable) {
+  // Given a database path inside a directory that does not exist, we should fail with
+  // STORE_UNAVAILABLE and create nothing.
+  const auto missing = dir_.path() / "missing" / "state.sqlite3";
+
+  EXPECT_EQ(code_of([&] { Database db(DatabaseOptions{.path = missing}); }), "STORE_UNAVAILABLE");
+  EXPECT_FALSE(std::filesystem::exists(missing.parent_path()));
+}
+
+TEST_F(StoreTest, MigrationsAreIdempotent) {
+  // Given the same file opened again (after and while another Database holds it), we should
+  // stay at schema version 1 with one schema_migrations row, and keep the data.
+  {
+    Database first(DatabaseOptions{.path = path()});
+    EXPECT_EQ(first.schema_version(), 1);
+    first.write([](SQLite::Database& db) {
+      db.exec("INSERT INTO task_events(task_id,event_type) VALUES ('t-1','MARK')");
+    });
+  }
+  Database second(DatabaseOptions{.path = path()});
+  Database third(DatabaseOptions{.path = path()});
+
+  EXPECT_EQ(second.schema_version(), 1);
+  EXPECT_EQ(third.schema_version(), 1);
+  EXPECT_EQ(count(third, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(count(third, "SELECT COUNT(*) FROM task_events"), 1);
+}
+
+TEST_F(StoreTest, SecondDatabaseSeesCommittedWrites) {
+  // Given two Database objects on one file (two processes), we should see in one what the other
+  // committed, including a task created and claimed through two TaskPlanes.
+  Database one(DatabaseOptions{.path = path()});
+  Database two(DatabaseOptions{.path = path(), .migrate = false});
+  ManualClock clock(start_time());
+  TaskPlane plane_one(one, clock);
+  TaskPlane plane_two(two, clock);
+  const Json agent_created =
+      plane_one.create_agent({{"agent_id", "agent-x"}, {"granted_capabilities", {"code.read"}}});
+  TaskSpec spec;
+  spec.task_id = "shared-1";
+  ASSERT_EQ(plane_one.create_task(task_body(spec)).first, 201);
+
+  const auto agent = plane_two.authenticate_agent(agent_created["token"].get<std::string>());
+  ASSERT_TRUE(agent.has_value());
+  plane_two.register_worker(*agent, {{"worker_id", "worker-x"}, {"capabilities", {"code.read"}}});
+  const auto claimed = plane_two.claim_next(*agent, "worker-x");
+
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ((*claimed)["task_id"], "shared-1");
+  EXPECT_EQ(plane_one.task_view("shared-1", nullptr)["status"], "CLAIMED");
+  EXPECT_EQ(plane_one.task_view("shared-1", nullptr)["claimed_by"], "worker-x");
+}
+
+TEST_F(StoreTest, FailedWriteRollsBackEverything) {
+  // Given a write body that inserts and then fails (an exception of its own, or a constraint),
+  // we should find none of its rows, and the error should come out as it was or as STORE_*.
+  Database db(DatabaseOptions{.path = path()});
+  const std::string insert =
+      "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,created_at) "
+      "VALUES ('agent-1','hash-1','[]','now')";
+
+  EXPECT_THROW(db.write([&](SQLite::Database& connection) {
+    connection.exec(insert);
+    connection.exec("INSERT INTO task_events(task_id,event_type) VALUES ('t','E')");
+    throw std::runtime_error("body failed");
+  }),
+               std::runtime_error);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM agents"), 0);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM task_events"), 0);
+
+  EXPECT_EQ(code_of([&] {
+              db.write([&](SQLite::Database& connection) {
+                connection.exec("INSERT INTO task_events(task_id,event_type) VALUES ('t','E')");
+                connection.exec(insert);
+                connection.exec(insert);  // primary key violation
+              });
+            }),
+            "STORE_FAILURE");
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM agents"), 0);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM task_events"), 0);
+
+  // The connection is usable again afterwards (no transaction left open on it).
+  for (int i = 0; i < 8; ++i) {
+    db.write([&](SQLite::Database& connection) {
+      connection.exec("INSERT INTO task_events(task_id,event_type) VALUES ('t','OK')");
+    });
+  }
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM task_events"), 8);
+}
+
+TEST_F(StoreTest, LockHeldPastTheBusyTimeoutIsStoreBusy) {
+  // Given another process holding the write lock longer than the busy timeout, we should fail
+  // the write with STORE_BUSY and write nothing.
+  Database db(DatabaseOptions{.path = path(), .busy_timeout = std::chrono::milliseconds(50)});
+  SQLite::Database other(path().string(), SQLite::OPEN_READWRITE);
+  other.exec("BEGIN IMMEDIATE");
+
+  EXPECT_EQ(code_of([&] {
+              db.write([](SQLite::Database& connection) {
+                connection.exec("INSERT INTO task_events(task_id,event_type) VALUES ('t','E')");
+              });
+            }),
+            "STORE_BUSY");
+  other.exec("ROLLBACK");
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM task_events"), 0);
+}
+
+// The seed's make_db(): the two tables exactly as test_agent_task_execution_rebind.py creates
+// them, with its one task row (status QUEUED, revision 5, attempt 2, NEEDS_REWORK).
+constexpr const char* kSeedSchema = R"sql(
+CREATE TABLE tasks(
+  task_id TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  claimed_by TEXT,
+  lease_token_hash TEXT,
+  lease_expires_at TEXT,
+  verification_json TEXT,
+  result_json TEXT,
+  metadata_json TEXT,
+  required_capabilities_json TEXT
+);
+CREATE TABLE task_events(
+  event_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id TEXT,
+  event_type TEXT,
+  agent_id TEXT,
+  payload_json TEXT,
+  created_at TEXT
+);
+)sql";
+
+constexpr const char* kSeedVerification =
+    R"({"decision": "NEEDS_REWORK", "reason": "WRONG_ENVELOPE_BEFORE_PLAN"})";
+constexpr const char* kSeedMetadata = R"({"preserved": {"value": "unchanged"}})";
+
+void make_seed_db(const std::filesystem::path& path) {
+  SQLite::Database seed(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  seed.exec(kSeedSchema);
+  SQLite::Statement insert(seed, "INSERT INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  insert.bind(1, "task-rebind-a");
+  insert.bind(2, "QUEUED");
+  insert.bind(3, 2);
+  insert.bind(4, 3);
+  insert.bind(5, 5);
+  insert.bind(6, "previous-worker");
+  insert.bind(7);
+  insert.bind(8);
+  insert.bind(9, kSeedVerification);
+  insert.bind(10, R"({"status": "SUCCEEDED"})");
+  insert.bind(11, kSeedMetadata);
+  insert.bind(12, R"(["git.read", "git.test", "governed.write.branch", "governed.write.file"])");
+  insert.exec();
+  seed.exec(
+      "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) VALUES "
+      "('task-rebind-a','TASK_VERIFIED','owner','{}','2026-01-01T00:00:00+00:00')");
+}
+
+TEST_F(StoreTest, SeedMinimalSchemaIsMigratedInPlace) {
+  // Given the seed's minimal tasks/task_events fixture, we should migrate it: the row and the
+  // event kept byte for byte, our columns added with their defaults, our tables created.
+  make_seed_db(path());
+
+  Database db(DatabaseOptions{.path = path()});
+
+  EXPECT_EQ(db.schema_version(), 1);
+  std::set<std::string> columns;
+  std::set<std::string> tables;
+  std::optional<store::TaskRow> row;
+  db.read([&](SQLite::Database& connection) {
+    SQLite::Statement info(connection, "PRAGMA table_info(tasks)");
+    while (info.executeStep()) columns.insert(info.getColumn(1).getString());
+    SQLite::Statement names(connection, "SELECT name FROM sqlite_master WHERE type='table'");
+    while (names.executeStep()) tables.insert(names.getColumn(0).getString());
+    row = store::load_task(connection, "task-rebind-a");
+  });
+  for (const char* column : {"task_id",
+                             "status",
+                             "attempt",
+                             "max_attempts",
+                             "revision",
+                             "claimed_by",
+                             "lease_token_hash",
+                             "lease_expires_at",
+                             "verification_json",
+                             "result_json",
+                             "metadata_json",
+                             "required_capabilities_json",
+                             "seq",
+                             "job_id",
+                             "action",
+                             "adapter",
+                             "priority",
+                             "scope_key",
+                             "scope_weight",
+                             "claim_id",
+                             "execution_digest",
+                             "capability_scope_json",
+                             "task_json",
+                             "request_sha256",
+                             "created_at",
+                             "updated_at"}) {
+    EXPECT_TRUE(columns.contains(column)) << column;
+  }
+  for (const char* table :
+       {"claims", "agents", "workers", "results", "fleet_dispatches", "fleet_worker_capacity",
+        "fleet_scope_state", "fleet_task_quarantine", "task_execution_rebinds"}) {
+    EXPECT_TRUE(tables.contains(table)) << table;
+  }
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->status, "QUEUED");
+  EXPECT_EQ(row->attempt, 2);
+  EXPECT_EQ(row->max_attempts, 3);
+  EXPECT_EQ(row->revision, 5);
+  EXPECT_EQ(row->claimed_by, "previous-worker");
+  EXPECT_EQ(row->verification_json, kSeedVerification);
+  EXPECT_EQ(row->metadata_json, kSeedMetadata);
+  EXPECT_EQ(row->priority, 0);
+  EXPECT_EQ(row->scope_key, "global");
+  EXPECT_EQ(row->scope_weight, 1.0);
+  EXPECT_EQ(count(db, "SELECT COUNT(*) FROM task_events WHERE event_type='TASK_VERIFIED'"), 1);
+
+  // Reopening the migrated file migrates nothing more.
+  Database again(DatabaseOptions{.path = path()});
+  EXPECT_EQ(again.schema_version(), 1);
+}
+
+TEST_F(StoreTest, SeedRebindCasStillAppliesAfterMigration) {
+  // Given the migrated seed fixture, we should accept the seed rebind daemon's exact CAS
+  // statement (same columns, IS NULL predicates) and then a new task beside the old row.
+  make_seed_db(path());
+  Database db(DatabaseOptions{.path = path()});
+  int changed = 0;
+
+  db.write([&](SQLite::Database& connection) {
+    SQLite::Statement cas(connection,
+                          "UPDATE tasks SET \"metadata_json\"=?, revision=?, claimed_by=NULL, "
+                          "lease_token_hash=NULL, lease_expires_at=NULL "
+                          "WHERE task_id=? AND status=? AND revision=? AND attempt=? "
+                          "AND claimed_by IS ? AND lease_token_hash IS NULL AND "
+                          "lease_expires_at IS NULL");
+    cas.bind(1, R"({"rebound":true})");
+    cas.bind(2, 6);
+    cas.bind(3, "task-rebind-a");
+    cas.bind(4, "QUEUED");
+    cas.bind(5, 5);
+    cas.bind(6, 2);
+    cas.bind(7, "previous-worker");
+    changed = cas.exec();
+  });
+
+  EXPECT_EQ(changed, 1);
+  ManualClock clock(start_time());
+  TaskPlane plane(db, clock);
+  TaskSpec spec;
+  spec.task_id = "after-migration";
+  EXPECT_EQ(plane.create_task(task_body(spec)).first, 201);
+  EXPECT_EQ(plane.task_view("after-migration", nullptr)["status"], "QUEUED");
+}
+
+TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
+  // Given the migrated seed fixture (its row has no queue sequence number) and one new task,
+  // we should list both to the owner, the old row first.
+  make_seed_db(path());
+  Database db(DatabaseOptions{.path = path()});
+  ManualClock clock(start_time());
+  TaskPlane plane(db, clock);
+  TaskSpec spec;
+  spec.task_id = "after-migration";
+  ASSERT_EQ(plane.create_task(task_body(spec)).first, 201);
+
+  std::vector<std::string> listed;
+  const Json all = plane.list_tasks("", 10, 0);
+  for (const auto& task : all["tasks"]) listed.push_back(task["task_id"]);
+  std::vector<std::string> queued;
+  const Json queued_only = plane.list_tasks("QUEUED", 10, 0);
+  for (const auto& task : queued_only["tasks"]) {
+    queued.push_back(task["task_id"]);
+  }
+
+  EXPECT_EQ(listed, (std::vector<std::string>{"task-rebind-a", "after-migration"}));
+  EXPECT_EQ(queued, (std::vector<std::string>{"task-rebind-a", "after-migration"}));
+}
+
+}  // namespace
+}  // namespace aios::fleet_test

@@ -1,0 +1,10 @@
+# fleet and store unit tests: aios_test(fleet_tests ...)
+# Real SQLite in a temporary directory and a ManualClock; the tests read tables directly.
+aios_test(fleet_tests
+  fleet/fleet_order_test.cpp
+  fleet/lifecycle_test.cpp
+  fleet/store_test.cpp
+  fleet/rebind_compat_test.cpp
+  fleet/authorization_test.cpp
+  fleet/sys_test.cpp)
+target_link_libraries(fleet_tests PRIVATE SQLiteCpp)
