@@ -15,10 +15,23 @@ constexpr std::size_t kMaxArgv = 64;
 constexpr std::size_t kMaxArgBytes = 4096;
 constexpr std::size_t kMaxLabelCodePoints = 120;
 
-// A shell or a launcher that runs whatever its arguments say turns argv back into a script.
-constexpr std::array<std::string_view, 16> kShellExecutables = {
-    "sh",  "bash", "dash", "zsh",     "ksh", "mksh", "csh",  "tcsh",
-    "fish", "ash", "busybox", "env", "sudo", "su", "doas", "xargs"};
+// A shell anywhere in argv turns it back into a script; a launcher runs whatever its arguments
+// say, so it could start one.
+constexpr std::array<std::string_view, 14> kShells = {
+    "sh", "bash", "rbash", "dash", "zsh", "ksh", "mksh", "pdksh", "csh", "tcsh", "fish", "ash",
+    "yash", "busybox"};
+constexpr std::array<std::string_view, 24> kLaunchers = {
+    "env",    "sudo",   "su",     "doas",   "xargs",  "timeout", "nice",   "ionice",
+    "setsid", "nohup",  "stdbuf", "chrt",   "taskset", "unshare", "nsenter", "chroot",
+    "runuser", "script", "flock", "watch",  "strace", "ltrace",  "gdb",    "find"};
+// Programs whose first operand is program text.
+constexpr std::array<std::string_view, 6> kTextInterpreters = {"awk",  "gawk", "mawk",
+                                                               "nawk", "sed",  "ssed"};
+
+template <std::size_t N>
+bool listed(const std::array<std::string_view, N>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 bool is_git_component(std::string_view part) {
   if (part.size() != 4) return false;
@@ -48,6 +61,8 @@ bool runs_inline_code(const nlohmann::json& argv) {
   const std::string_view name = basename(argv.front().get_ref<const std::string&>());
   const bool python = name.starts_with("python") || name.starts_with("pypy");
   const bool node = name == "node" || name == "nodejs" || name == "deno" || name == "bun";
+  if (listed(kTextInterpreters, name)) return true;
+  if ((name == "deno" || name == "bun") && argv.size() > 1 && argv[1] == "eval") return true;
   const bool other = name.starts_with("perl") || name.starts_with("ruby") ||
                      name.starts_with("php") || name.starts_with("lua");
   if (!python && !node && !other) return false;
@@ -127,10 +142,11 @@ void check_command(const nlohmann::json& command) {
       !is_safe_relative_path(std::string_view(executable).substr(1), false)) {
     fail(ErrorCode::VERIFICATION_EXECUTABLE_INVALID);
   }
-  const auto name = basename(executable);
-  if (std::find(kShellExecutables.begin(), kShellExecutables.end(), name) !=
-      kShellExecutables.end()) {
-    fail(ErrorCode::VERIFICATION_SHELL_DENY);
+  if (listed(kLaunchers, basename(executable))) fail(ErrorCode::VERIFICATION_SHELL_DENY);
+  for (const auto& arg : argv) {
+    if (listed(kShells, basename(arg.get_ref<const std::string&>()))) {
+      fail(ErrorCode::VERIFICATION_SHELL_DENY);
+    }
   }
   if (runs_inline_code(argv)) fail(ErrorCode::VERIFICATION_INLINE_CODE_DENY);
   const std::string& cwd = require_string(command["cwd"], ErrorCode::VERIFICATION_CWD_INVALID);
