@@ -68,7 +68,8 @@ json create_body(const std::string& id, const std::string& tenant) {
 // the rows are exactly those create_task would write.
 void bulk_queue(aios::TaskPlane& plane, aios::Database& db, const std::string& prefix,
                 std::size_t count) {
-  const auto template_view = plane.create_task(create_body(prefix + "-template", "tenant-0")).second;
+  const auto template_view =
+      plane.create_task(create_body(prefix + "-template", "tenant-0")).second;
   db.write([&](SQLite::Database& sql) {
     auto row = *aios::store::load_task(sql, prefix + "-template");
     for (std::size_t i = 0; i < count; ++i) {
@@ -150,13 +151,13 @@ void lifecycle_in_process(Fixture& f, const json& view, const std::string& worke
                                    {{"worker_id", worker},
                                     {"expected_revision", view["revision"]},
                                     {"execution_digest", view["execution_digest"]}});
-  const auto result = f.plane.submit_result(
-      f.agent, view["task_id"],
-      {{"lease_token", claim["lease_token"]},
-       {"attempt", claim["attempt"]},
-       {"execution_digest", claim["execution_digest"]},
-       {"idempotency_key", "result-" + view["task_id"].get<std::string>()},
-       {"result", {{"status", "SUCCEEDED"}}}});
+  const auto result =
+      f.plane.submit_result(f.agent, view["task_id"],
+                            {{"lease_token", claim["lease_token"]},
+                             {"attempt", claim["attempt"]},
+                             {"execution_digest", claim["execution_digest"]},
+                             {"idempotency_key", "result-" + view["task_id"].get<std::string>()},
+                             {"result", {{"status", "SUCCEEDED"}}}});
   f.plane.verify(view["task_id"], {{"expected_revision", result.second["revision"]},
                                    {"decision", "PASS"},
                                    {"reason", "bench"}});
@@ -187,7 +188,8 @@ double http_lifecycles(std::size_t workers, std::size_t tasks_per_worker) {
   aios::TaskApi api(f.plane, kControlToken, metrics);
   aios::http::ServerOptions options;
   options.threads = 8;
-  aios::http::Server server(options, [&api](const aios::http::Request& r) { return api.handle(r); });
+  aios::http::Server server(options,
+                            [&api](const aios::http::Request& r) { return api.handle(r); });
   server.start();
   std::vector<std::vector<json>> assigned(workers);
   for (std::size_t w = 0; w < workers; ++w) {
@@ -212,12 +214,13 @@ double http_lifecycles(std::size_t workers, std::size_t tasks_per_worker) {
                                   {{"worker_id", worker},
                                    {"expected_revision", view["revision"]},
                                    {"execution_digest", view["execution_digest"]}});
-          const auto result = call(connection, base + "/result", token,
-                                   {{"lease_token", claim["lease_token"]},
-                                    {"attempt", claim["attempt"]},
-                                    {"execution_digest", claim["execution_digest"]},
-                                    {"idempotency_key", "result-" + view["task_id"].get<std::string>()},
-                                    {"result", {{"status", "SUCCEEDED"}}}});
+          const auto result =
+              call(connection, base + "/result", token,
+                   {{"lease_token", claim["lease_token"]},
+                    {"attempt", claim["attempt"]},
+                    {"execution_digest", claim["execution_digest"]},
+                    {"idempotency_key", "result-" + view["task_id"].get<std::string>()},
+                    {"result", {{"status", "SUCCEEDED"}}}});
           call(connection, base + "/verification", kControlToken,
                {{"expected_revision", result["revision"]}, {"decision", "PASS"}, {"reason", "b"}});
         }
@@ -281,16 +284,15 @@ int main(int argc, char** argv) {
     http8.push_back(http_lifecycles(8, tasks / 8 + 1) * 3);
   }
   fs::remove_all(dir);
-  const json report = {
-      {"runs", runs},
-      {"transitions_per_second",
-       {{"raw_sqlite_floor", median(floor)},
-        {"store_in_process", median(store)},
-        {"http_1_worker", median(http1)},
-        {"http_8_workers", median(http8)}}},
-      {"claim_latency",
-       {claim_latency(smoke ? 100 : 1000, smoke ? 20 : 300),
-        claim_latency(smoke ? 1000 : 100000, smoke ? 20 : 300)}}};
+  const json report = {{"runs", runs},
+                       {"transitions_per_second",
+                        {{"raw_sqlite_floor", median(floor)},
+                         {"store_in_process", median(store)},
+                         {"http_1_worker", median(http1)},
+                         {"http_8_workers", median(http8)}}},
+                       {"claim_latency",
+                        {claim_latency(smoke ? 100 : 1000, smoke ? 20 : 300),
+                         claim_latency(smoke ? 1000 : 100000, smoke ? 20 : 300)}}};
   std::cout << report.dump(2) << '\n';
   return 0;
 }

@@ -4,10 +4,11 @@
 #include "../common/daemon_cli.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"The AIOS execution-rebind service: lets the owner replace a returned task's\n"
-               "source-capture envelope with its registered deterministic plan, under CAS.\n"
-               "Each option also reads the environment variable shown.",
-               "aios-agent-task-execution-rebind"};
+  CLI::App app{
+      "The AIOS execution-rebind service: lets the owner replace a returned task's\n"
+      "source-capture envelope with its registered deterministic plan, under CAS.\n"
+      "Each option also reads the environment variable shown.",
+      "aios-agent-task-execution-rebind"};
   aios::daemon::add_version_flag(app);
   std::string db = "/var/lib/aios-agent-task/state.sqlite3";
   std::string token_file;
@@ -17,8 +18,9 @@ int main(int argc, char** argv) {
   std::string authorization_id;
   app.add_option("--db", db, "SQLite task database (shared with the scheduler)")
       ->envname("AIOS_AGENT_TASK_DB");
-  app.add_option("--control-token-file", token_file,
-                 "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
+  app.add_option(
+         "--control-token-file", token_file,
+         "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
       ->envname("AIOS_AGENT_TASK_CONTROL_TOKEN_FILE");
   app.add_option("--bridge-url", bridge_url, "Governed Bridge base URL")
       ->envname("AIOS_GOVERNED_WRITE_API_URL");

@@ -4,10 +4,11 @@
 #include "../common/daemon_cli.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"The AIOS external agent executor: runs Hermes/OpenClaw from root-owned runtime\n"
-               "profiles with only the provider credential. With --request and --result it\n"
-               "runs one request; otherwise it serves the exchange directory.",
-               "aios-external-agent-executor"};
+  CLI::App app{
+      "The AIOS external agent executor: runs Hermes/OpenClaw from root-owned runtime\n"
+      "profiles with only the provider credential. With --request and --result it\n"
+      "runs one request; otherwise it serves the exchange directory.",
+      "aios-external-agent-executor"};
   aios::daemon::add_version_flag(app);
   std::string root = "/var/lib/aios-external-agent-executor";
   std::string profile_root = "/etc/aios/external-agent-runtime.d";

@@ -4,10 +4,11 @@
 #include "../common/daemon_cli.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"The AIOS online agent worker: polls the Task API for tasks its capabilities\n"
-               "allow, claims under a lease, heartbeats, checkpoints, runs the adapter and\n"
-               "submits the result. Each option also reads the environment variable shown.",
-               "aios-online-agent-worker"};
+  CLI::App app{
+      "The AIOS online agent worker: polls the Task API for tasks its capabilities\n"
+      "allow, claims under a lease, heartbeats, checkpoints, runs the adapter and\n"
+      "submits the result. Each option also reads the environment variable shown.",
+      "aios-online-agent-worker"};
   aios::daemon::add_version_flag(app);
   std::string api_url = "http://127.0.0.1:18940";
   std::string bridge_url = "http://127.0.0.1:18892";

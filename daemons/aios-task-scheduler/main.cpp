@@ -60,10 +60,11 @@ class LeaseSweeper {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"The AIOS task scheduler: serves the Task API (tasks, leases, fleet scheduling)\n"
-               "on loopback over an embedded SQLite database (WAL, synchronous=FULL).\n"
-               "Each option also reads the environment variable shown.",
-               "aios-task-scheduler"};
+  CLI::App app{
+      "The AIOS task scheduler: serves the Task API (tasks, leases, fleet scheduling)\n"
+      "on loopback over an embedded SQLite database (WAL, synchronous=FULL).\n"
+      "Each option also reads the environment variable shown.",
+      "aios-task-scheduler"};
   aios::daemon::add_version_flag(app);
   std::string db_path = "/var/lib/aios-agent-task/state.sqlite3";
   std::string token_file = default_token_file();
@@ -76,8 +77,9 @@ int main(int argc, char** argv) {
   int sweep_ms = 1000;
   unsigned threads = 4;
   app.add_option("--db", db_path, "SQLite task database")->envname("AIOS_AGENT_TASK_DB");
-  app.add_option("--control-token-file", token_file,
-                 "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
+  app.add_option(
+         "--control-token-file", token_file,
+         "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
       ->envname("AIOS_AGENT_TASK_CONTROL_TOKEN_FILE");
   app.add_option("--api-host", api_host, "Task API address (loopback)")
       ->envname("AIOS_AGENT_TASK_API_HOST");
@@ -117,9 +119,8 @@ int main(int argc, char** argv) {
     options.on_unhandled_exception = [](std::string_view what) {
       aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
     };
-    aios::http::Server server(options, [&api](const aios::http::Request& request) {
-      return api.handle(request);
-    });
+    aios::http::Server server(
+        options, [&api](const aios::http::Request& request) { return api.handle(request); });
     server.start();
     const LeaseSweeper sweeper(plane, metrics, std::chrono::milliseconds(sweep_ms));
     aios::log::info("TASK_API_LISTENING", {{"host", api_host},

@@ -2,10 +2,9 @@
 // The command-line conventions every daemon shares: CLI11 with --version, options that also
 // read their environment variable, and exit codes from sysexits.h.
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "aios/version.hpp"
 

@@ -7,10 +7,9 @@
 // All functions are pure and thread-safe.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace aios {
 

@@ -11,10 +11,9 @@
 // Names are trimmed (Python str.strip) and ASCII-lower-cased; see docs/envelope.md for the
 // one place this differs from Python (non-ASCII letters are not case-folded).
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace aios {
 

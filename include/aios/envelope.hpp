@@ -7,10 +7,9 @@
 // partially projected value.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace aios {
 
@@ -42,7 +41,7 @@ struct GovernedBinding {
 };
 
 struct EnvelopeChecks {
-  const GovernedBinding* binding = nullptr;            // must match when set
+  const GovernedBinding* binding = nullptr;             // must match when set
   const nlohmann::json* worker_capabilities = nullptr;  // must hold the scope when set
 };
 

@@ -10,12 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
@@ -29,9 +28,9 @@ class TaskFactsCache;
 struct TaskPlaneOptions {
   std::chrono::seconds lease{120};
   std::chrono::seconds worker_online_window{90};
-  int circuit_threshold = 3;                      // consecutive failures that open a circuit
-  std::chrono::seconds circuit_cooldown{300};     // then one claim may probe (half-open)
-  std::chrono::seconds task_quarantine{600};      // a worker that failed a task skips it this long
+  int circuit_threshold = 3;                   // consecutive failures that open a circuit
+  std::chrono::seconds circuit_cooldown{300};  // then one claim may probe (half-open)
+  std::chrono::seconds task_quarantine{600};   // a worker that failed a task skips it this long
   std::size_t max_result_bytes = 256 * 1024;
 };
 

@@ -3,9 +3,8 @@
 // Never pass a secret: tokens, lease tokens and credential values must not be fields.
 // Thread-safe.
 
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace aios::log {
 

@@ -136,8 +136,8 @@ std::set<std::string> normalize_required_capabilities(const nlohmann::json& valu
   std::set<std::string> result;
   for (const auto& value : require_array(values)) {
     const std::string text = clean_capability(value);
-    const Alias* alias = text.find('*') == std::string::npos ? find_alias(kTaskAliases, text)
-                                                             : nullptr;
+    const Alias* alias =
+        text.find('*') == std::string::npos ? find_alias(kTaskAliases, text) : nullptr;
     if (alias == nullptr) {
       result.insert(std::string(kUnknownCapabilityPrefix) + text);
     } else {

@@ -93,12 +93,12 @@ GovernedBinding GovernedBinding::from_mapping(const nlohmann::json& value) {
   if (binding.branch_mode == "CREATE_NEW" && binding.expected_branch_oid != binding.base_oid) {
     fail(ErrorCode::BINDING_EXPECTED_BRANCH_OID_INVALID);
   }
-  binding.generation = envelope::require_int(
-      field(value, "generation", ErrorCode::BINDING_GENERATION_INVALID), 1, 2147483647,
-      ErrorCode::BINDING_GENERATION_INVALID);
-  binding.idempotency_key = require_string(
-      field(value, "idempotency_key", ErrorCode::BINDING_IDEMPOTENCY_KEY_INVALID),
-      ErrorCode::BINDING_IDEMPOTENCY_KEY_INVALID);
+  binding.generation =
+      envelope::require_int(field(value, "generation", ErrorCode::BINDING_GENERATION_INVALID), 1,
+                            2147483647, ErrorCode::BINDING_GENERATION_INVALID);
+  binding.idempotency_key =
+      require_string(field(value, "idempotency_key", ErrorCode::BINDING_IDEMPOTENCY_KEY_INVALID),
+                     ErrorCode::BINDING_IDEMPOTENCY_KEY_INVALID);
   if (!envelope::is_idempotency_key(binding.idempotency_key)) {
     fail(ErrorCode::BINDING_IDEMPOTENCY_KEY_INVALID);
   }

@@ -1,10 +1,11 @@
+#include "aios/envelope.hpp"
+
 #include <array>
 #include <string>
 #include <string_view>
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
-#include "aios/envelope.hpp"
 #include "envelope/fields.hpp"
 #include "envelope/parts.hpp"
 
@@ -25,7 +26,9 @@ bool is_action(std::string_view action) {
   return action == "deterministic" || action == "source_capture" || action == "agent_runtime";
 }
 
-nlohmann::json workspace() { return {{"authority_git_dir", kAuthorityGitDir}}; }
+nlohmann::json workspace() {
+  return {{"authority_git_dir", kAuthorityGitDir}};
+}
 
 // The default commit key changes with the plan's content, so a re-registered plan for the same
 // binding can never replay the commit of an earlier one.
@@ -47,8 +50,7 @@ nlohmann::json project_governance(std::string_view action, const nlohmann::json&
   envelope::require_known_keys(request, {"commit_idempotency_key"},
                                ErrorCode::GOVERNANCE_FIELDS_INVALID);
   std::string key;
-  if (const auto& given = get_or(request, "commit_idempotency_key", kNull);
-      given.is_null()) {
+  if (const auto& given = get_or(request, "commit_idempotency_key", kNull); given.is_null()) {
     key = default_commit_key(binding, change_set, verification);
   } else {
     key = envelope::require_string(given, ErrorCode::GOVERNANCE_COMMIT_KEY_INVALID);
@@ -123,13 +125,14 @@ nlohmann::json validate_execution_envelope(const nlohmann::json& env,
   if (!env.is_object()) fail(ErrorCode::EXECUTION_ENVELOPE_INVALID);
   const std::string body = canonical_json(without_digest(env));
   if (body.size() > kMaxEnvelopeBytes) fail(ErrorCode::EXECUTION_ENVELOPE_TOO_LARGE);
-  envelope::require_exact_keys(
-      env,
-      {"schema", "task_id", "job_id", "repository", "base_oid", "expected_branch_oid",
-       "target_branch", "branch_mode", "generation", "idempotency_key", "action", "adapter",
-       "capability_scope", "change_set", "verification", "source_signals", "runtime_input",
-       "governance", "workspace", "execution_digest"},
-      ErrorCode::EXECUTION_ENVELOPE_FIELDS_INVALID);
+  envelope::require_exact_keys(env, {"schema",           "task_id",         "job_id",
+                                     "repository",       "base_oid",        "expected_branch_oid",
+                                     "target_branch",    "branch_mode",     "generation",
+                                     "idempotency_key",  "action",          "adapter",
+                                     "capability_scope", "change_set",      "verification",
+                                     "source_signals",   "runtime_input",   "governance",
+                                     "workspace",        "execution_digest"},
+                               ErrorCode::EXECUTION_ENVELOPE_FIELDS_INVALID);
   if (env["schema"] != kExecutionSchema) fail(ErrorCode::EXECUTION_SCHEMA_INVALID);
   const auto binding = GovernedBinding::from_mapping(env);
   if (checks.binding != nullptr && binding != *checks.binding) {
@@ -164,7 +167,8 @@ nlohmann::json validate_execution_envelope(const nlohmann::json& env,
     fail(ErrorCode::EXECUTION_DIGEST_INVALID);
   }
   if (declared != sha256_hex(body)) fail(ErrorCode::EXECUTION_DIGEST_MISMATCH);
-  if (checks.worker_capabilities != nullptr && !has_capabilities(*checks.worker_capabilities, scope)) {
+  if (checks.worker_capabilities != nullptr &&
+      !has_capabilities(*checks.worker_capabilities, scope)) {
     fail(ErrorCode::EXECUTION_WORKER_CAPABILITY_DENY);
   }
   return env;
@@ -210,10 +214,10 @@ nlohmann::json project_execution_envelope(const GovernedBinding& binding,
   env["source_signals"] =
       action == "source_capture" ? envelope::normalize_source_signals(signals) : signals;
   // As the seed's _agent_runtime_input(request.get("runtime_input")): absent is refused too.
-  env["runtime_input"] = action == "agent_runtime"
-                             ? envelope::normalize_agent_runtime_input(
-                                   get_or(request, "runtime_input", kNull))
-                             : runtime_input;
+  env["runtime_input"] =
+      action == "agent_runtime"
+          ? envelope::normalize_agent_runtime_input(get_or(request, "runtime_input", kNull))
+          : runtime_input;
   env["governance"] = project_governance(action, get_or(request, "governance", kEmptyObject),
                                          binding, change_set, verification);
   env["workspace"] = workspace();

@@ -32,7 +32,9 @@ std::string marker_lower(std::string_view name) {
 
 }  // namespace
 
-void fail(ErrorCode code) { throw Error(code); }
+void fail(ErrorCode code) {
+  throw Error(code);
+}
 
 const std::string& require_string(const nlohmann::json& value, ErrorCode code) {
   if (!value.is_string()) fail(code);
@@ -93,9 +95,13 @@ bool is_identifier(std::string_view text, std::string_view extra, std::size_t mi
   });
 }
 
-bool is_task_id(std::string_view text) { return is_identifier(text, "._:-", 2, 179); }
+bool is_task_id(std::string_view text) {
+  return is_identifier(text, "._:-", 2, 179);
+}
 
-bool is_idempotency_key(std::string_view text) { return is_identifier(text, "._:-", 7, 159); }
+bool is_idempotency_key(std::string_view text) {
+  return is_identifier(text, "._:-", 7, 159);
+}
 
 bool is_safe_relative_path(std::string_view path, bool allow_dot) {
   if (path.empty() || path.size() > 1024) return false;
@@ -137,6 +143,8 @@ bool has_secret_field(const nlohmann::json& value) {
   return false;
 }
 
-std::size_t canonical_size(const nlohmann::json& value) { return canonical_json(value).size(); }
+std::size_t canonical_size(const nlohmann::json& value) {
+  return canonical_json(value).size();
+}
 
 }  // namespace aios::envelope

@@ -17,13 +17,13 @@ constexpr std::size_t kMaxLabelCodePoints = 120;
 
 // A shell anywhere in argv turns it back into a script; a launcher runs whatever its arguments
 // say, so it could start one.
-constexpr std::array<std::string_view, 14> kShells = {
-    "sh", "bash", "rbash", "dash", "zsh", "ksh", "mksh", "pdksh", "csh", "tcsh", "fish", "ash",
-    "yash", "busybox"};
+constexpr std::array<std::string_view, 14> kShells = {"sh",   "bash", "rbash", "dash",   "zsh",
+                                                      "ksh",  "mksh", "pdksh", "csh",    "tcsh",
+                                                      "fish", "ash",  "yash",  "busybox"};
 constexpr std::array<std::string_view, 24> kLaunchers = {
-    "env",    "sudo",   "su",     "doas",   "xargs",  "timeout", "nice",   "ionice",
-    "setsid", "nohup",  "stdbuf", "chrt",   "taskset", "unshare", "nsenter", "chroot",
-    "runuser", "script", "flock", "watch",  "strace", "ltrace",  "gdb",    "find"};
+    "env",     "sudo",   "su",     "doas",  "xargs",   "timeout", "nice",    "ionice",
+    "setsid",  "nohup",  "stdbuf", "chrt",  "taskset", "unshare", "nsenter", "chroot",
+    "runuser", "script", "flock",  "watch", "strace",  "ltrace",  "gdb",     "find"};
 // Programs whose first operand is program text.
 constexpr std::array<std::string_view, 6> kTextInterpreters = {"awk",  "gawk", "mawk",
                                                                "nawk", "sed",  "ssed"};
@@ -77,8 +77,8 @@ bool runs_inline_code(const nlohmann::json& argv) {
       }
       if (!arg.starts_with("--") && arg.find('c') != std::string_view::npos) return true;
     } else if (node) {
-      for (const std::string_view flag : {"-e", "--eval", "-p", "--print", "-r", "--require",
-                                          "--import", "--loader", "-pe"}) {
+      for (const std::string_view flag :
+           {"-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "-pe"}) {
         if (arg == flag || arg.starts_with(std::string(flag) + "=")) return true;
       }
     } else if (!arg.starts_with("--") && arg.find_first_of("eErR") != std::string_view::npos) {
@@ -105,7 +105,8 @@ void check_change(const nlohmann::json& change, std::set<std::string>& paths) {
   if (!is_safe_relative_path(path, false)) fail(ErrorCode::CHANGE_PATH_INVALID);
   if (touches_git_dir(path)) fail(ErrorCode::CHANGE_PATH_GIT_DENY);
   if (change.contains("content")) {
-    const std::string& content = require_string(change["content"], ErrorCode::CHANGE_CONTENT_INVALID);
+    const std::string& content =
+        require_string(change["content"], ErrorCode::CHANGE_CONTENT_INVALID);
     if (content.size() > kMaxChangeContentBytes) fail(ErrorCode::CHANGE_CONTENT_TOO_LARGE);
   }
   if (!paths.insert(path).second) fail(ErrorCode::CHANGE_PATH_DUPLICATE);

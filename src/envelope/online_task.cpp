@@ -125,18 +125,16 @@ nlohmann::json project_online_task(const GovernedBinding& binding,
                                    const nlohmann::json& task_request,
                                    const nlohmann::json& execution_request) {
   if (!task_request.is_object()) fail(ErrorCode::TASK_REQUEST_INVALID);
-  envelope::require_known_keys(
-      task_request,
-      {"task_id", "goal", "instructions", "success_criteria", "constraints",
-       "required_capabilities", "max_attempts", "priority", "scope_type", "tenant_id",
-       "project_id", "metadata"},
-      ErrorCode::TASK_FIELDS_INVALID);
+  envelope::require_known_keys(task_request,
+                               {"task_id", "goal", "instructions", "success_criteria",
+                                "constraints", "required_capabilities", "max_attempts", "priority",
+                                "scope_type", "tenant_id", "project_id", "metadata"},
+                               ErrorCode::TASK_FIELDS_INVALID);
   if (const auto it = task_request.find("task_id");
       it != task_request.end() && *it != binding.task_id) {
     fail(ErrorCode::TASK_BINDING_MISMATCH);
   }
-  const auto& required_value =
-      get_or(task_request, "required_capabilities", kEmptyArray);
+  const auto& required_value = get_or(task_request, "required_capabilities", kEmptyArray);
   // Checked before projection so an unknown requirement is named as such, not as a mismatch.
   const nlohmann::json required =
       required_value.is_array() && required_value.empty()
@@ -145,8 +143,8 @@ nlohmann::json project_online_task(const GovernedBinding& binding,
                                                 ErrorCode::REQUIRED_CAPABILITIES_INVALID,
                                                 ErrorCode::REQUIRED_CAPABILITIES_INVALID);
 
-  nlohmann::json execution_value = execution_request.is_null() ? nlohmann::json::object()
-                                                               : execution_request;
+  nlohmann::json execution_value =
+      execution_request.is_null() ? nlohmann::json::object() : execution_request;
   if (!execution_value.is_object()) fail(ErrorCode::EXECUTION_REQUEST_INVALID);
   if (get_or(execution_value, "action", kNull) == "agent_runtime") {
     const auto& adapter = get_or(execution_value, "adapter", kNull);
@@ -157,8 +155,7 @@ nlohmann::json project_online_task(const GovernedBinding& binding,
       execution_value["runtime_input"] = {
           {"goal", get_or(task_request, "goal", kNull)},
           {"instructions", get_or(task_request, "instructions", kEmptyText)},
-          {"success_criteria",
-           get_or(task_request, "success_criteria", kEmptyArray)},
+          {"success_criteria", get_or(task_request, "success_criteria", kEmptyArray)},
           {"constraints", get_or(task_request, "constraints", kEmptyObject)},
       };
     }
@@ -167,20 +164,19 @@ nlohmann::json project_online_task(const GovernedBinding& binding,
 
   nlohmann::json task = binding.to_public();
   task["goal"] = checked_goal(get_or(task_request, "goal", kNull));
-  task["instructions"] =
-      checked_instructions(get_or(task_request, "instructions", kEmptyText));
+  task["instructions"] = checked_instructions(get_or(task_request, "instructions", kEmptyText));
   task["success_criteria"] =
       checked_criteria(get_or(task_request, "success_criteria", kEmptyArray));
-  task["constraints"] =
-      checked_constraints(get_or(task_request, "constraints", kEmptyObject));
+  task["constraints"] = checked_constraints(get_or(task_request, "constraints", kEmptyObject));
   task["required_capabilities"] = required.empty() ? execution["capability_scope"] : required;
-  task["max_attempts"] = envelope::require_int(get_or(task_request, "max_attempts", kDefaultMaxAttempts), 1, 20,
-                                               ErrorCode::TASK_MAX_ATTEMPTS_INVALID);
-  task["priority"] = envelope::require_int(get_or(task_request, "priority", kDefaultPriority), -1000, 1000,
-                                           ErrorCode::TASK_PRIORITY_INVALID);
+  task["max_attempts"] =
+      envelope::require_int(get_or(task_request, "max_attempts", kDefaultMaxAttempts), 1, 20,
+                            ErrorCode::TASK_MAX_ATTEMPTS_INVALID);
+  task["priority"] = envelope::require_int(get_or(task_request, "priority", kDefaultPriority),
+                                           -1000, 1000, ErrorCode::TASK_PRIORITY_INVALID);
   add_scope(task_request, task);
-  task["metadata"] = project_metadata(
-      get_or(task_request, "metadata", kEmptyObject), binding, execution);
+  task["metadata"] =
+      project_metadata(get_or(task_request, "metadata", kEmptyObject), binding, execution);
   if (envelope::canonical_size(task) > kMaxTaskBytes) fail(ErrorCode::TASK_TOO_LARGE);
   return task;
 }

@@ -29,7 +29,8 @@ nlohmann::json criteria_of(const nlohmann::json& criteria) {
     const std::string description =
         require_text(description_it == item.end() ? kMissing : *description_it,
                      ErrorCode::AGENT_RUNTIME_SUCCESS_CRITERIA_INVALID);
-    normalized.push_back({{"id", truncated(id, 120)}, {"description", truncated(description, 1000)}});
+    normalized.push_back(
+        {{"id", truncated(id, 120)}, {"description", truncated(description, 1000)}});
   }
   return normalized;
 }
@@ -62,13 +63,13 @@ nlohmann::json normalize_agent_runtime_input(const nlohmann::json& value) {
   static const nlohmann::json kEmptyList = nlohmann::json::array();
   static const nlohmann::json kEmptyObject = nlohmann::json::object();
   // Absent fields take defaults; a present null is a wrong type, as in the seed's raw.get().
-  const auto field = [&value](const char* key, const nlohmann::json& fallback)
-      -> const nlohmann::json& {
+  const auto field = [&value](const char* key,
+                              const nlohmann::json& fallback) -> const nlohmann::json& {
     const auto it = value.find(key);
     return it == value.end() ? fallback : *it;
   };
-  const std::string goal = require_text(field("goal", kMissing),
-                                        ErrorCode::AGENT_RUNTIME_GOAL_REQUIRED);
+  const std::string goal =
+      require_text(field("goal", kMissing), ErrorCode::AGENT_RUNTIME_GOAL_REQUIRED);
   const auto& instructions = field("instructions", kEmptyText);
   if (!instructions.is_string()) fail(ErrorCode::AGENT_RUNTIME_INSTRUCTIONS_INVALID);
   nlohmann::json criteria = criteria_of(field("success_criteria", kEmptyList));

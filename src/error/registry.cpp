@@ -15,9 +15,13 @@ constexpr std::array kRegistry = {
 
 }  // namespace
 
-std::span<const ErrorInfo> error_registry() { return kRegistry; }
+std::span<const ErrorInfo> error_registry() {
+  return kRegistry;
+}
 
-const ErrorInfo& error_info(ErrorCode code) { return kRegistry.at(static_cast<std::size_t>(code)); }
+const ErrorInfo& error_info(ErrorCode code) {
+  return kRegistry.at(static_cast<std::size_t>(code));
+}
 
 const ErrorInfo* find_error(std::string_view wire) {
   for (const auto& info : kRegistry) {

@@ -56,8 +56,8 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
     for (const auto& row : store::queued_tasks_in_fleet_order(db)) {
       if (tasks.size() >= limit) break;
       const bool quarantined = fleet::task_quarantined(db, row.task_id, worker_id, now);
-      auto reasons = fleet::ineligibility_reasons(worker, row, facts_->get(row), quarantined, now,
-                                                  options_);
+      auto reasons =
+          fleet::ineligibility_reasons(worker, row, facts_->get(row), quarantined, now, options_);
       // A full worker still sees what it could take next; the claim enforces the slot.
       std::erase(reasons, "no_free_slot");
       if (reasons.empty()) tasks.push_back(fleet::view_of(row));
@@ -71,8 +71,8 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   envelope::require_exact_keys(body, {"worker_id", "expected_revision", "execution_digest"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string worker_id = worker_id_of(body);
-  const auto expected_revision = envelope::require_int(body["expected_revision"], 0,
-                                                       INT64_MAX, ErrorCode::REVISION_INVALID);
+  const auto expected_revision =
+      envelope::require_int(body["expected_revision"], 0, INT64_MAX, ErrorCode::REVISION_INVALID);
   const auto& digest_value = body["execution_digest"];
   if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
     fail(ErrorCode::EXECUTION_DIGEST_INVALID);
@@ -111,9 +111,10 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     row->updated_at = now_iso;
     if (!store::update_task(db, *row, previous_revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
 
-    SQLite::Statement claim_row(db,
-                                "INSERT INTO claims(claim_id,task_id,worker_id,agent_id,attempt,"
-                                "status,lease_expires_at,created_at) VALUES (?,?,?,?,?,'ACTIVE',?,?)");
+    SQLite::Statement claim_row(
+        db,
+        "INSERT INTO claims(claim_id,task_id,worker_id,agent_id,attempt,"
+        "status,lease_expires_at,created_at) VALUES (?,?,?,?,?,'ACTIVE',?,?)");
     claim_row.bind(1, claim_id);
     claim_row.bind(2, task_id);
     claim_row.bind(3, worker_id);
@@ -209,9 +210,8 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
           worker, *row, facts_->get(*row),
           fleet::task_quarantined(db, task_id, worker.worker_id, now), now, options_);
       if (row->status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
-      workers.push_back({{"worker_id", worker.worker_id},
-                         {"eligible", reasons.empty()},
-                         {"reasons", reasons}});
+      workers.push_back(
+          {{"worker_id", worker.worker_id}, {"eligible", reasons.empty()}, {"reasons", reasons}});
     }
   });
   return {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};

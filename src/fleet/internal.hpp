@@ -4,11 +4,10 @@
 
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "aios/fleet.hpp"
 #include "aios/store.hpp"

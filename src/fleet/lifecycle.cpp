@@ -125,7 +125,11 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
       ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string token = lease_token_of(body);
   const auto attempt =
-      envelope::require_int(body["attempt"], 1, INT64_MAX, ErrorCode::ATTEMPT_STALE);
+      envelope::require_int(body["attempt"], 1, INT64_MAX, ErrorCode::ATTEMPT_INVALID);
+  const auto& digest_value = body["execution_digest"];
+  if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
+    fail(ErrorCode::EXECUTION_DIGEST_INVALID);
+  }
   const auto& key = body["idempotency_key"];
   if (!key.is_string() || !envelope::is_idempotency_key(key.get_ref<const std::string&>())) {
     fail(ErrorCode::IDEMPOTENCY_KEY_INVALID);
@@ -135,22 +139,24 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   const std::string result_json = canonical_json(result);
   if (result_json.size() > options_.max_result_bytes) fail(ErrorCode::RESULT_TOO_LARGE);
   // The token is left out: a replay after the lease ended must still find the stored answer.
-  const std::string request_sha =
-      digest({{"attempt", attempt},
-              {"execution_digest", body["execution_digest"]},
-              {"idempotency_key", key},
-              {"result", result}});
+  const std::string request_sha = digest({{"attempt", attempt},
+                                          {"execution_digest", body["execution_digest"]},
+                                          {"idempotency_key", key},
+                                          {"result", result}});
   const auto now = clock_.now();
   const std::string now_iso = format_iso8601(now);
   int status = 201;
   nlohmann::json response;
   db_.write([&](SQLite::Database& db) {
     SQLite::Statement replay(
-        db, "SELECT request_sha256, response_json FROM results WHERE task_id=? AND "
-            "idempotency_key=?");
+        db,
+        "SELECT request_sha256, response_json, agent_id FROM results WHERE task_id=? AND "
+        "idempotency_key=?");
     replay.bind(1, task_id);
     replay.bind(2, key.get<std::string>());
     if (replay.executeStep()) {
+      // Only the agent that submitted may replay: another learns nothing of the task.
+      if (replay.getColumn(2).getString() != agent.agent_id) fail(ErrorCode::LEASE_INVALID);
       if (replay.getColumn(0).getString() != request_sha) {
         fail(ErrorCode::RESULT_IDEMPOTENCY_CONFLICT);
       }
@@ -185,18 +191,18 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                          {"result_sha256", result_sha},
                          {"worker_id", worker_id}},
                         now_iso);
-    response = {{"task_id", task_id},   {"status", row->status},
-                {"revision", row->revision}, {"attempt", attempt},
-                {"result_sha256", result_sha}, {"idempotent", false}};
+    response = {{"task_id", task_id}, {"status", row->status},       {"revision", row->revision},
+                {"attempt", attempt}, {"result_sha256", result_sha}, {"idempotent", false}};
     SQLite::Statement insert(db,
-                             "INSERT INTO results(task_id,idempotency_key,attempt,request_sha256,"
-                             "response_json,created_at) VALUES (?,?,?,?,?,?)");
+                             "INSERT INTO results(task_id,idempotency_key,attempt,agent_id,"
+                             "request_sha256,response_json,created_at) VALUES (?,?,?,?,?,?,?)");
     insert.bind(1, task_id);
     insert.bind(2, key.get<std::string>());
     insert.bind(3, attempt);
-    insert.bind(4, request_sha);
-    insert.bind(5, response.dump());
-    insert.bind(6, now_iso);
+    insert.bind(4, agent.agent_id);
+    insert.bind(5, request_sha);
+    insert.bind(6, response.dump());
+    insert.bind(7, now_iso);
     insert.exec();
   });
   return {status, response};
@@ -244,9 +250,8 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
 nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::json& body) {
   envelope::require_known_keys(body, {"expected_revision", "decision", "reason"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
-  const auto expected = envelope::require_int(
-      envelope::get_or(body, "expected_revision", kNull), 0, INT64_MAX,
-      ErrorCode::REVISION_INVALID);
+  const auto expected = envelope::require_int(envelope::get_or(body, "expected_revision", kNull), 0,
+                                              INT64_MAX, ErrorCode::REVISION_INVALID);
   const auto& decision = envelope::get_or(body, "decision", kNull);
   if (decision != "PASS" && decision != "NEEDS_REWORK" && decision != "FAIL") {
     fail(ErrorCode::VERIFICATION_DECISION_INVALID);
@@ -320,8 +325,9 @@ std::size_t TaskPlane::sweep_expired_leases() {
   const std::string now_iso = format_iso8601(now);
   std::vector<std::string> candidates;
   db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(db, "SELECT task_id, lease_expires_at FROM tasks "
-                                "WHERE status='CLAIMED' ORDER BY lease_expires_at LIMIT 1000");
+    SQLite::Statement query(db,
+                            "SELECT task_id, lease_expires_at FROM tasks "
+                            "WHERE status='CLAIMED' ORDER BY lease_expires_at LIMIT 1000");
     while (query.executeStep()) {
       const auto expires = parse_iso8601(query.getColumn(1).getString());
       if (!expires || *expires <= now) candidates.push_back(query.getColumn(0).getString());
@@ -343,11 +349,9 @@ std::size_t TaskPlane::sweep_expired_leases() {
                                  options_.circuit_cooldown);
       requeue_or_fail(*row);
       commit_row(db, *row, now_iso);
-      store::append_event(db, task_id, "TASK_LEASE_EXPIRED", "lease-sweeper",
-                          {{"worker_id", worker_id},
-                           {"attempt", row->attempt},
-                           {"status", row->status}},
-                          now_iso);
+      store::append_event(
+          db, task_id, "TASK_LEASE_EXPIRED", "lease-sweeper",
+          {{"worker_id", worker_id}, {"attempt", row->attempt}, {"status", row->status}}, now_iso);
       ++swept;
     });
   }

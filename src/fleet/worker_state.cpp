@@ -225,7 +225,8 @@ nlohmann::json view_of(const store::TaskRow& row) {
   view["priority"] = row.priority;
   view["required_capabilities"] =
       parse_column(row.required_capabilities_json, nlohmann::json::array());
-  view["execution_digest"] = view["metadata"].value("execution", nlohmann::json::object())
+  view["execution_digest"] = view["metadata"]
+                                 .value("execution", nlohmann::json::object())
                                  .value("execution_digest", nlohmann::json());
   view["result"] = parse_column(row.result_json, nlohmann::json());
   view["verification"] = parse_column(row.verification_json, nlohmann::json());

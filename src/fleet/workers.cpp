@@ -17,8 +17,8 @@ const nlohmann::json kNull;
 
 constexpr std::array<std::string_view, 6> kAdapters = {
     "deterministic", "source_capture", "compact_interface_map", "codex", "hermes", "openclaw"};
-const nlohmann::json kDefaultAdapters = {"deterministic", "source_capture",
-                                         "compact_interface_map", "codex"};
+const nlohmann::json kDefaultAdapters = {"deterministic", "source_capture", "compact_interface_map",
+                                         "codex"};
 const nlohmann::json kEmptyArray = nlohmann::json::array();
 const nlohmann::json kEmptyObject = nlohmann::json::object();
 const nlohmann::json kOne = 1;
@@ -89,7 +89,10 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
 }  // namespace
 
 TaskPlane::TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options)
-    : db_(db), clock_(clock), options_(options), facts_(std::make_unique<fleet::TaskFactsCache>()) {}
+    : db_(db),
+      clock_(clock),
+      options_(options),
+      facts_(std::make_unique<fleet::TaskFactsCache>()) {}
 
 TaskPlane::~TaskPlane() = default;
 
@@ -122,9 +125,9 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
   const std::string hash = sha256_hex(token);
   std::optional<Agent> agent;
   db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(
-        db, "SELECT agent_id, granted_capabilities_json, token_sha256 FROM agents "
-            "WHERE token_sha256=?");
+    SQLite::Statement query(db,
+                            "SELECT agent_id, granted_capabilities_json, token_sha256 FROM agents "
+                            "WHERE token_sha256=?");
     query.bind(1, hash);
     if (query.executeStep() && constant_time_equal(query.getColumn(2).getString(), hash)) {
       agent = Agent{query.getColumn(0).getString(),
@@ -136,8 +139,8 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
 
 nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::json& body) {
   envelope::require_known_keys(body,
-                               {"worker_id", "capabilities", "allowed_adapters",
-                                "max_concurrency", "failure_domain", "labels", "tenants"},
+                               {"worker_id", "capabilities", "allowed_adapters", "max_concurrency",
+                                "failure_domain", "labels", "tenants"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
   const auto& id = envelope::get_or(body, "worker_id", kNull);
   if (!is_name(id)) fail(ErrorCode::WORKER_ID_INVALID);
@@ -217,8 +220,8 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
     auto worker = fleet::load_worker(db, worker_id, now);
     if (!worker) fail(ErrorCode::WORKER_NOT_FOUND);
     if (body.contains("max_slots")) {
-      worker->max_slots = envelope::require_int(body["max_slots"], 1, 256,
-                                                ErrorCode::WORKER_REGISTRATION_INVALID);
+      worker->max_slots =
+          envelope::require_int(body["max_slots"], 1, 256, ErrorCode::WORKER_REGISTRATION_INVALID);
     }
     if (body.contains("failure_domain")) {
       if (!is_name(body["failure_domain"])) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
@@ -264,8 +267,9 @@ nlohmann::json TaskPlane::fleet_view() {
                                 {"dispatch_count", scopes.getColumn(1).getInt64()}});
     }
     SQLite::Statement quarantines(
-        db, "SELECT task_id, worker_id, failure_class, failures FROM fleet_task_quarantine "
-            "WHERE quarantined_until>? ORDER BY task_id, worker_id");
+        db,
+        "SELECT task_id, worker_id, failure_class, failures FROM fleet_task_quarantine "
+        "WHERE quarantined_until>? ORDER BY task_id, worker_id");
     quarantines.bind(1, now);
     while (quarantines.executeStep()) {
       view["task_quarantines"].push_back({{"task_id", quarantines.getColumn(0).getString()},

@@ -22,9 +22,9 @@ namespace {
 std::unique_ptr<SQLite::Database> open_connection(const DatabaseOptions& options) {
   std::unique_ptr<SQLite::Database> db;
   try {
-    db = std::make_unique<SQLite::Database>(
-        options.path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
-        static_cast<int>(options.busy_timeout.count()));
+    db = std::make_unique<SQLite::Database>(options.path.string(),
+                                            SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+                                            static_cast<int>(options.busy_timeout.count()));
   } catch (const SQLite::Exception& error) {
     throw Error(ErrorCode::STORE_UNAVAILABLE, error.what());
   }
@@ -39,6 +39,11 @@ std::unique_ptr<SQLite::Database> open_connection(const DatabaseOptions& options
     }
     db->exec("PRAGMA foreign_keys=ON");
   } catch (const SQLite::Exception& error) {
+    // SQLite opens lazily: a file that is not a database fails only at the first statement.
+    const int code = error.getErrorCode() & 0xff;
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT || code == SQLITE_CANTOPEN) {
+      throw Error(ErrorCode::STORE_UNAVAILABLE, error.what());
+    }
     throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE, error.what());
   }
   return db;
@@ -114,11 +119,13 @@ Database::Database(DatabaseOptions options)
 
 Database::~Database() = default;
 
-void Database::write(const std::function<void(SQLite::Database&)>& body) {
-  auto handle = pool_->take();
-  SQLite::Database& db = *handle;
+namespace {
+
+// `begin`, then `body`, then COMMIT; any failure rolls back. SQLite's errors get store codes.
+void run_transaction(SQLite::Database& db, const char* begin,
+                     const std::function<void(SQLite::Database&)>& body) {
   try {
-    db.exec("BEGIN IMMEDIATE");
+    db.exec(begin);
   } catch (const SQLite::Exception& error) {
     rethrow_mapped(error);
   }
@@ -134,20 +141,16 @@ void Database::write(const std::function<void(SQLite::Database&)>& body) {
   }
 }
 
+}  // namespace
+
+void Database::write(const std::function<void(SQLite::Database&)>& body) {
+  auto handle = pool_->take();
+  run_transaction(*handle, "BEGIN IMMEDIATE", body);
+}
+
 void Database::read(const std::function<void(SQLite::Database&)>& body) {
   auto handle = pool_->take();
-  SQLite::Database& db = *handle;
-  try {
-    db.exec("BEGIN");
-    body(db);
-    db.exec("COMMIT");
-  } catch (const SQLite::Exception& error) {
-    db.tryExec("ROLLBACK");
-    rethrow_mapped(error);
-  } catch (...) {
-    db.tryExec("ROLLBACK");
-    throw;
-  }
+  run_transaction(*handle, "BEGIN", body);
 }
 
 int Database::schema_version() {

@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS results(
   task_id TEXT NOT NULL,
   idempotency_key TEXT NOT NULL,
   attempt INTEGER NOT NULL,
+  agent_id TEXT NOT NULL,
   request_sha256 TEXT NOT NULL,
   response_json TEXT NOT NULL,
   created_at TEXT NOT NULL,

@@ -65,10 +65,9 @@ std::optional<TaskRow> load_task(SQLite::Database& db, const std::string& task_i
 }
 
 void insert_task(SQLite::Database& db, const TaskRow& row) {
-  SQLite::Statement insert(
-      db, std::string("INSERT INTO tasks(") + kColumns +
-              ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-              "(SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks))");
+  SQLite::Statement insert(db, std::string("INSERT INTO tasks(") + kColumns +
+                                   ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                                   "(SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks))");
   insert.bind(1, row.task_id);
   insert.bind(2, row.status);
   insert.bind(3, row.attempt);
@@ -140,8 +139,9 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
 
 std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
                                        std::int64_t after_seq, std::size_t limit) {
-  SQLite::Statement query(db, std::string("SELECT ") + kColumns +
-                                  " FROM tasks WHERE (?1='' OR status=?1) AND seq>?2 ORDER BY seq LIMIT ?3");
+  SQLite::Statement query(
+      db, std::string("SELECT ") + kColumns +
+              " FROM tasks WHERE (?1='' OR status=?1) AND seq>?2 ORDER BY seq LIMIT ?3");
   query.bind(1, status);
   query.bind(2, after_seq);
   query.bind(3, static_cast<std::int64_t>(limit));

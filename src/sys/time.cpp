@@ -36,8 +36,8 @@ std::string format_iso8601(TimePoint t) {
 
 std::optional<TimePoint> parse_iso8601(std::string_view text) {
   std::tm tm{};
-  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' ||
-      text[13] != ':' || text[16] != ':') {
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':') {
     return std::nullopt;
   }
   if (!parse_digits(text, 0, 4, tm.tm_year) || !parse_digits(text, 5, 2, tm.tm_mon) ||

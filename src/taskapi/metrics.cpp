@@ -28,8 +28,8 @@ std::string TaskApiMetrics::render(
       << "# HELP aios_results_total Results accepted (replays excluded).\n"
       << "# TYPE aios_results_total counter\naios_results_total " << results_.load() << '\n'
       << "# HELP aios_lease_expiries_total Leases returned by the sweeper.\n"
-      << "# TYPE aios_lease_expiries_total counter\naios_lease_expiries_total "
-      << expired_.load() << '\n';
+      << "# TYPE aios_lease_expiries_total counter\naios_lease_expiries_total " << expired_.load()
+      << '\n';
   std::lock_guard lock(mutex_);
   out << "# HELP aios_http_requests_total Task API requests by route and status.\n"
       << "# TYPE aios_http_requests_total counter\n";
@@ -42,8 +42,7 @@ std::string TaskApiMetrics::render(
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < kBuckets.size(); ++i) {
     cumulative += latency_buckets_[i];
-    out << "aios_http_request_seconds_bucket{le=\"" << kBuckets[i] << "\"} " << cumulative
-        << '\n';
+    out << "aios_http_request_seconds_bucket{le=\"" << kBuckets[i] << "\"} " << cumulative << '\n';
   }
   cumulative += latency_buckets_[kBuckets.size()];
   out << "aios_http_request_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n'

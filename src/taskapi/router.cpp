@@ -55,7 +55,9 @@ std::int64_t query_int(const http::Request& request, const char* name, std::int6
   return value;
 }
 
-http::Response ok(const nlohmann::json& body) { return http::json_response(200, body); }
+http::Response ok(const nlohmann::json& body) {
+  return http::json_response(200, body);
+}
 
 }  // namespace
 
@@ -115,7 +117,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   }
   if (parts[1] == "workers" && n == 3 && parts[2] == "register" && method == "POST") {
     route_name = "workers_register";
-    return ok(plane_.register_worker(need_agent(), body_of(request)));
+    const Agent& caller = need_agent();
+    return ok(plane_.register_worker(caller, body_of(request)));
   }
   if (parts[1] == "fleet") {
     if (n == 2 && method == "GET") {
@@ -147,42 +150,43 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   }
   if (n == 3 && parts[2] == "poll" && method == "POST") {
     route_name = "tasks_poll";
-    return ok(plane_.poll(need_agent(), body_of(request)));
+    const Agent& caller = need_agent();
+    return ok(plane_.poll(caller, body_of(request)));
   }
   if (n == 3 && method == "GET") {
     route_name = "task";
     return ok(plane_.task_view(task_id_of(parts[2]), reader));
   }
   if (n != 4) fail(ErrorCode::NOT_FOUND);
-  const std::string task_id = task_id_of(parts[2]);
   const auto action = parts[3];
   route_name = "task_" + std::string(action);
+  // The role is decided before anything of the request is read, so a caller with the wrong
+  // role learns nothing about the body or the task.
+  const bool post = method == "POST";
+  const bool owner_action = (post && (action == "verification" || action == "cancel")) ||
+                            (method == "GET" && action == "eligibility");
+  const bool agent_action = post && (action == "claim" || action == "heartbeat" ||
+                                     action == "result" || action == "release");
+  if (owner_action) need_owner();
+  if (agent_action) need_agent();
+  const std::string task_id = task_id_of(parts[2]);
   if (method == "GET" && action == "events") return ok(plane_.task_events(task_id, reader));
-  if (method == "GET" && action == "eligibility") {
-    need_owner();
-    return ok(plane_.eligibility(task_id));
-  }
+  if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id));
   if (method != "POST") fail(ErrorCode::NOT_FOUND);
   if (action == "claim") {
-    auto response = plane_.claim(need_agent(), task_id, body_of(request));
+    auto response = plane_.claim(*agent, task_id, body_of(request));
     metrics_.count_claim();
     return ok(response);
   }
-  if (action == "heartbeat") return ok(plane_.heartbeat(need_agent(), task_id, body_of(request)));
+  if (action == "heartbeat") return ok(plane_.heartbeat(*agent, task_id, body_of(request)));
   if (action == "result") {
-    auto [status, response] = plane_.submit_result(need_agent(), task_id, body_of(request));
+    auto [status, response] = plane_.submit_result(*agent, task_id, body_of(request));
     if (status == 201) metrics_.count_result();
     return http::json_response(status, response);
   }
-  if (action == "release") return ok(plane_.release(need_agent(), task_id, body_of(request)));
-  if (action == "verification") {
-    need_owner();
-    return ok(plane_.verify(task_id, body_of(request)));
-  }
-  if (action == "cancel") {
-    need_owner();
-    return ok(plane_.cancel(task_id, body_of(request)));
-  }
+  if (action == "release") return ok(plane_.release(*agent, task_id, body_of(request)));
+  if (action == "verification") return ok(plane_.verify(task_id, body_of(request)));
+  if (action == "cancel") return ok(plane_.cancel(task_id, body_of(request)));
   route_name = "unknown";
   fail(ErrorCode::NOT_FOUND);
 }

@@ -87,12 +87,11 @@ TEST(CapabilityTable, RequiredSubsetIsSemanticAndFailClosed) {
                                            json::array({"repository_read"})));
   EXPECT_TRUE(required_capabilities_subset(json::array({"governed_git_write"}),
                                            json::array({"governed.write.file"})));
-  EXPECT_FALSE(required_capabilities_subset(json::array({"git.read"}),
-                                            json::array({"test.execute"})));
+  EXPECT_FALSE(
+      required_capabilities_subset(json::array({"git.read"}), json::array({"test.execute"})));
   EXPECT_FALSE(required_capabilities_subset(json::array({"git.read", "made.up"}),
                                             json::array({"git.read"})));
-  EXPECT_FALSE(required_capabilities_subset(json::array({"git.read"}),
-                                            json::array({"repo.*"})));
+  EXPECT_FALSE(required_capabilities_subset(json::array({"git.read"}), json::array({"repo.*"})));
 }
 
 // Given the diagnostics call, we should expose sorted non-secret evidence.
@@ -106,9 +105,13 @@ TEST(CapabilityTable, MatrixIsSortedEvidence) {
 
 // Given a malformed list, we should refuse with CAPABILITY_INVALID and not guess.
 TEST(CapabilityTable, MalformedInputIsCapabilityInvalid) {
-  const std::vector<json> bad = {json::array({1}),  json::array({nullptr}), json::array({""}),
-                                 json::array({" \u3000"}), json::array({json::array()}),
-                                 json("git.read"), json::object()};
+  const std::vector<json> bad = {json::array({1}),
+                                 json::array({nullptr}),
+                                 json::array({""}),
+                                 json::array({" \u3000"}),
+                                 json::array({json::array()}),
+                                 json("git.read"),
+                                 json::object()};
   for (const auto& input : bad) {
     SCOPED_TRACE(input.dump());
     for (const auto& call : {+[](const json& v) { normalize_required_capabilities(v); },

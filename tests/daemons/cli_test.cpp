@@ -55,15 +55,13 @@ TEST_P(DaemonCli, PlainStartSaysWhatIsMissing) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllDaemons, DaemonCli,
-    ::testing::Values(Daemon{"aios-task-scheduler", "AIOS_AGENT_TASK_DB",
-                             "CONTROL_CREDENTIAL_UNAVAILABLE"},
-                      Daemon{"aios-agent-task-execution-rebind",
-                             "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID",
-                             "not part of this build"},
-                      Daemon{"aios-external-agent-executor", "--profile-root",
-                             "not part of this build"},
-                      Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",
-                             "not part of this build"}),
+    ::testing::Values(
+        Daemon{"aios-task-scheduler", "AIOS_AGENT_TASK_DB", "CONTROL_CREDENTIAL_UNAVAILABLE"},
+        Daemon{"aios-agent-task-execution-rebind",
+               "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID", "not part of this build"},
+        Daemon{"aios-external-agent-executor", "--profile-root", "not part of this build"},
+        Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",
+               "not part of this build"}),
     [](const ::testing::TestParamInfo<Daemon>& param_info) {
       std::string name = param_info.param.name;
       for (auto& c : name) c = (c == '-') ? '_' : c;

@@ -38,7 +38,8 @@ TEST(Units, TaskApiIsUnprivilegedLoopbackAndCredentialBound) {
 // Given the tmpfiles entry, the state directory should belong to the service user only.
 TEST(Units, TaskStateDirectoryIsPrivate) {
   const auto conf = read_file("deploy/tmpfiles.d/aios-agent-task.conf");
-  EXPECT_TRUE(has_line("\n" + conf, "d /var/lib/aios-agent-task 0750 aios-agent-task aios-agent-task -"));
+  EXPECT_TRUE(
+      has_line("\n" + conf, "d /var/lib/aios-agent-task 0750 aios-agent-task aios-agent-task -"));
 }
 
 }  // namespace

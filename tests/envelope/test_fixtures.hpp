@@ -13,27 +13,14 @@
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
 #include "aios/error.hpp"
+#include "support/code_of.hpp"
 
 namespace aios::envelope_test {
 
 using Json = nlohmann::json;
 
-// What code_of returns when the call did not throw.
-inline constexpr std::string_view kOk = "OK";
-
-// The wire code the call throws as aios::Error, "OK" when it returns, or a description of any
-// other exception (so a table test reports the case instead of aborting on it).
-template <typename F>
-std::string code_of(F&& fn) {
-  try {
-    std::forward<F>(fn)();
-  } catch (const aios::Error& error) {
-    return error.code();
-  } catch (const std::exception& other) {
-    return std::string("unexpected std::exception: ") + other.what();
-  }
-  return std::string(kOk);
-}
+using aios::test::code_of;
+using aios::test::kOk;
 
 // `unit` repeated `count` times.
 inline std::string repeat(std::string_view unit, std::size_t count) {

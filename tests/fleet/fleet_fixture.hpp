@@ -25,28 +25,15 @@
 #include "aios/fleet.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
+#include "support/code_of.hpp"
 
 namespace aios::fleet_test {
 
 using Json = nlohmann::json;
 using std::chrono::seconds;
 
-// What code_of returns when the call did not throw.
-inline constexpr std::string_view kOk = "OK";
-
-// The wire code `fn` throws as aios::Error, "OK" when it returns, or a description of any other
-// exception, so a table test reports the case instead of aborting on it.
-template <typename F>
-std::string code_of(F&& fn) {
-  try {
-    std::forward<F>(fn)();
-  } catch (const aios::Error& error) {
-    return error.code();
-  } catch (const std::exception& other) {
-    return std::string("unexpected std::exception: ") + other.what();
-  }
-  return std::string(kOk);
-}
+using aios::test::code_of;
+using aios::test::kOk;
 
 // A fresh directory under the system temp dir, removed with everything in it.
 class ScopedTempDir {

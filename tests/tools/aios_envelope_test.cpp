@@ -13,13 +13,15 @@
 namespace aios {
 namespace {
 
-const nlohmann::json kBinding = {
-    {"task_id", "tool-task-1"},     {"job_id", "job-tool-1"},
-    {"repository", "aios/demo"},    {"base_oid", std::string(40, 'a')},
-    {"expected_branch_oid", std::string(40, 'a')},
-    {"target_branch", "agent/tool-task-1"},
-    {"branch_mode", "CREATE_NEW"},  {"generation", 1},
-    {"idempotency_key", "tool-task-1-binding-v1"}};
+const nlohmann::json kBinding = {{"task_id", "tool-task-1"},
+                                 {"job_id", "job-tool-1"},
+                                 {"repository", "aios/demo"},
+                                 {"base_oid", std::string(40, 'a')},
+                                 {"expected_branch_oid", std::string(40, 'a')},
+                                 {"target_branch", "agent/tool-task-1"},
+                                 {"branch_mode", "CREATE_NEW"},
+                                 {"generation", 1},
+                                 {"idempotency_key", "tool-task-1-binding-v1"}};
 
 class AiosEnvelopeTool : public ::testing::Test {
  protected:

@@ -1,11 +1,10 @@
 // aios-envelope: project, validate and digest execution envelopes from the command line, so an
 // operator can compute the digests a rebind or a claim needs without running a daemon.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
@@ -29,9 +28,10 @@ const nlohmann::json& member(const nlohmann::json& value, const char* key) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Projects, validates and digests AIOS execution envelopes (JSON on stdin).\n"
-               "Errors print their wire code on stderr and exit 1.",
-               "aios-envelope"};
+  CLI::App app{
+      "Projects, validates and digests AIOS execution envelopes (JSON on stdin).\n"
+      "Errors print their wire code on stderr and exit 1.",
+      "aios-envelope"};
   app.set_version_flag("--version", std::string("aios-envelope ") + aios::kVersion);
   app.require_subcommand(1);
   auto* project = app.add_subcommand(
@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     nlohmann::json output;
     if (project->parsed()) {
       const auto binding = aios::GovernedBinding::from_mapping(member(input, "binding"));
-      output = aios::project_online_task(binding, member(input, "task"),
-                                         member(input, "execution"));
+      output =
+          aios::project_online_task(binding, member(input, "task"), member(input, "execution"));
     } else if (validate->parsed()) {
       aios::EnvelopeChecks checks;
       aios::GovernedBinding binding;

@@ -1,0 +1,177 @@
+// What the owner can see of the fleet against the real daemon: per-worker eligibility with its
+// reasons, circuits and quarantines in GET /v1/fleet, owner changes to a worker, and the
+// Prometheus counters of /metrics.
+#include <string>
+
+#include "taskapi/client.hpp"
+
+namespace aios::taskapi_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class EligibilityTest : public SchedulerTest {
+ protected:
+  void SetUp() override {
+    SchedulerTest::SetUp();
+    agent_.emplace(client(create_agent("agent-fleet", {"agent.runtime.hermes", "git.read"})));
+    register_worker(*agent_, "w-full", {"agent.runtime.hermes", "git.read"},
+                    {"hermes", "source_capture"}, 1);
+    register_worker(*agent_, "w-hermes", {"agent.runtime.hermes"}, {"hermes"}, 4);
+  }
+
+  ApiClient& agent() { return *agent_; }
+
+  // worker id -> its entry of GET /v1/tasks/{id}/eligibility.
+  Json eligibility(const std::string& task_id) {
+    const auto body =
+        require(owner().get("/v1/tasks/" + task_id + "/eligibility"), 200, "eligibility");
+    Json by_worker = Json::object();
+    for (const auto& entry : body.at("workers")) by_worker[entry.at("worker_id")] = entry;
+    return by_worker;
+  }
+
+  std::optional<ApiClient> agent_;
+};
+
+TEST_F(EligibilityTest, ExplainsWhyEachWorkerCanOrCannotTakeATask) {
+  // Given two kinds of worker, we should explain per worker why it can or cannot take a task.
+  create_task(source_capture_task("task-src"));
+  create_task(hermes_task("task-h"));
+
+  auto report = eligibility("task-src");
+  ASSERT_EQ(report.size(), 2u) << report.dump();
+  EXPECT_EQ(report["w-hermes"].at("eligible"), false);
+  EXPECT_THAT(report["w-hermes"].at("reasons").get<std::vector<std::string>>(),
+              ElementsAre("capability_missing", "adapter_not_allowed"));
+  EXPECT_EQ(report["w-full"].at("eligible"), true);
+  EXPECT_TRUE(report["w-full"].at("reasons").empty());
+
+  claim(agent(), "task-h", "w-full");
+  report = eligibility("task-src");
+  EXPECT_EQ(report["w-full"].at("eligible"), false);
+  EXPECT_THAT(report["w-full"].at("reasons").get<std::vector<std::string>>(),
+              ElementsAre("no_free_slot"));
+  const auto refused = try_claim(agent(), "task-src", "w-full");
+  EXPECT_EQ(refused.code(), "FLEET_WORKER_CAPACITY_EXHAUSTED") << describe(refused);
+
+  const auto claimed = require(owner().get("/v1/tasks/task-h/eligibility"), 200, "eligibility");
+  EXPECT_EQ(claimed.at("status"), "CLAIMED");
+  for (const auto& entry : claimed.at("workers")) {
+    EXPECT_EQ(entry.at("eligible"), false);
+    EXPECT_EQ(entry.at("reasons")[0], "task_not_queued") << entry.dump();
+  }
+
+  // The owner raises the slots; the full worker may take the second task.
+  const auto raised = owner().put("/v1/fleet/workers/w-full", {{"max_slots", 2}});
+  ASSERT_EQ(raised.status, 200) << describe(raised);
+  EXPECT_EQ(raised.body.at("max_slots"), 2);
+  EXPECT_EQ(raised.body.at("used_slots"), 1);
+  EXPECT_EQ(eligibility("task-src")["w-full"].at("eligible"), true);
+  claim(agent(), "task-src", "w-full");
+  EXPECT_EQ(fleet_worker("w-full").at("used_slots"), 2);
+}
+
+TEST_F(EligibilityTest, RepeatedFailuresOpenTheCircuit) {
+  // Given three releases in a row, we should open the worker's circuit until the owner resets it.
+  for (const auto* id : {"task-c1", "task-c2", "task-c3", "task-c4"}) create_task(hermes_task(id));
+  for (const auto* id : {"task-c1", "task-c2", "task-c3"}) {
+    const auto lease = claim(agent(), id, "w-hermes");
+    require(agent().post(
+                std::string("/v1/tasks/") + id + "/release",
+                {{"lease_token", lease.at("lease_token")}, {"failure_class", "adapter_crash"}}),
+            200, "release");
+  }
+  const auto fleet = require(owner().get("/v1/fleet"), 200, "fleet");
+  Json broken;
+  for (const auto& item : fleet.at("workers")) {
+    if (item.at("worker_id") == "w-hermes") broken = item;
+  }
+  EXPECT_EQ(broken.at("circuit_state"), "OPEN") << fleet.dump();
+  EXPECT_EQ(broken.at("consecutive_failures"), 3);
+  EXPECT_EQ(broken.at("used_slots"), 0);
+  ASSERT_EQ(fleet.at("task_quarantines").size(), 3u) << fleet.dump();
+  EXPECT_EQ(fleet.at("task_quarantines")[0], (Json{{"task_id", "task-c1"},
+                                                   {"worker_id", "w-hermes"},
+                                                   {"failure_class", "adapter_crash"},
+                                                   {"failures", 1}}));
+  EXPECT_EQ(fleet_worker("w-full").at("circuit_state"), "CLOSED");
+
+  const auto refused = try_claim(agent(), "task-c4", "w-hermes");
+  EXPECT_EQ(refused.status, 409) << describe(refused);
+  EXPECT_EQ(refused.code(), "FLEET_WORKER_CIRCUIT_OPEN");
+  EXPECT_THAT(eligibility("task-c4")["w-hermes"].at("reasons").get<std::vector<std::string>>(),
+              ElementsAre("circuit_open"));
+  // The quarantined tasks name both reasons.
+  EXPECT_THAT(eligibility("task-c1")["w-hermes"].at("reasons").get<std::vector<std::string>>(),
+              ElementsAre("task_quarantined", "circuit_open"));
+  // An open circuit is offered nothing.
+  const auto polled = agent().post("/v1/tasks/poll", {{"worker_id", "w-hermes"}});
+  ASSERT_EQ(polled.status, 200) << describe(polled);
+  EXPECT_TRUE(polled.body.at("tasks").empty()) << describe(polled);
+
+  // Registering again does not let a worker close its own circuit.
+  register_worker(agent(), "w-hermes", {"agent.runtime.hermes"}, {"hermes"}, 4);
+  EXPECT_EQ(fleet_worker("w-hermes").at("circuit_state"), "OPEN");
+  EXPECT_EQ(try_claim(agent(), "task-c4", "w-hermes").code(), "FLEET_WORKER_CIRCUIT_OPEN");
+
+  const auto reset = owner().put("/v1/fleet/workers/w-hermes", {{"reset_circuit", true}});
+  ASSERT_EQ(reset.status, 200) << describe(reset);
+  EXPECT_EQ(reset.body.at("circuit_state"), "CLOSED");
+  EXPECT_EQ(reset.body.at("consecutive_failures"), 0);
+  claim(agent(), "task-c4", "w-hermes");
+}
+
+TEST_F(EligibilityTest, OwnerQuarantineKeepsAWorkerAway) {
+  // Given an owner quarantine, we should refuse the worker's claims until it is lifted.
+  create_task(hermes_task("task-q"));
+  const auto parked = owner().put("/v1/fleet/workers/w-hermes", {{"quarantined", true}});
+  ASSERT_EQ(parked.status, 200) << describe(parked);
+  EXPECT_EQ(parked.body.at("quarantined"), true);
+  EXPECT_THAT(eligibility("task-q")["w-hermes"].at("reasons").get<std::vector<std::string>>(),
+              ElementsAre("worker_quarantined"));
+  const auto refused = try_claim(agent(), "task-q", "w-hermes");
+  EXPECT_EQ(refused.code(), "FLEET_WORKER_QUARANTINED") << describe(refused);
+  // Registering again does not lift the owner's quarantine.
+  register_worker(agent(), "w-hermes", {"agent.runtime.hermes"}, {"hermes"}, 4);
+  EXPECT_EQ(fleet_worker("w-hermes").at("quarantined"), true);
+  EXPECT_EQ(try_claim(agent(), "task-q", "w-hermes").code(), "FLEET_WORKER_QUARANTINED");
+  require(owner().put("/v1/fleet/workers/w-hermes", {{"quarantined", false}}), 200, "lift");
+  claim(agent(), "task-q", "w-hermes");
+}
+
+TEST_F(EligibilityTest, MetricsCountClaimsResultsAndRefusals) {
+  // Given claims, a refusal and a result, we should count each of them in /metrics.
+  create_task(hermes_task("task-m1"));
+  create_task(hermes_task("task-m2"));
+  const auto first = claim(agent(), "task-m1", "w-hermes");
+  claim(agent(), "task-m2", "w-hermes");
+  const auto refused = try_claim(agent(), "task-m2", "w-hermes");
+  ASSERT_EQ(refused.code(), "TASK_NOT_CLAIMABLE") << describe(refused);
+  require(agent().post("/v1/tasks/task-m1/result",
+                       result_body(first, task("task-m1").at("execution_digest"),
+                                   "result-metrics-1", {{"ok", true}})),
+          201, "result");
+
+  // Anyone on loopback may scrape.
+  ApiClient anonymous = client("");
+  const auto scraped = anonymous.get("/metrics");
+  ASSERT_EQ(scraped.status, 200);
+  const std::string& text = scraped.raw;
+  EXPECT_EQ(metric(text, "aios_claims_total"), 2.0) << text;
+  EXPECT_EQ(metric(text, "aios_results_total"), 1.0) << text;
+  EXPECT_EQ(metric(text, "aios_lease_expiries_total"), 0.0) << text;
+  EXPECT_EQ(metric(text, R"(aios_tasks{status="CLAIMED"})"), 1.0) << text;
+  EXPECT_EQ(metric(text, R"(aios_tasks{status="VERIFYING"})"), 1.0) << text;
+  EXPECT_EQ(metric(text, R"(aios_http_requests_total{route="task_claim",status="200"})"), 2.0)
+      << text;
+  EXPECT_EQ(metric(text, R"(aios_http_requests_total{route="task_claim",status="409"})"), 1.0)
+      << text;
+  EXPECT_EQ(metric(text, R"(aios_http_requests_total{route="task_result",status="201"})"), 1.0)
+      << text;
+  EXPECT_THAT(text, HasSubstr("# TYPE aios_http_request_seconds histogram"));
+}
+
+}  // namespace
+}  // namespace aios::taskapi_test

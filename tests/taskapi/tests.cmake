@@ -1,0 +1,15 @@
+# Task API integration tests against the real daemon: aios-task-scheduler on an ephemeral
+# loopback port with a temporary database, driven over HTTP (tests/support/daemon.hpp starts
+# and stops it; taskapi/client.hpp speaks JSON to it).
+aios_integration_test(taskapi_integration_tests
+  taskapi/lifecycle_test.cpp
+  taskapi/lease_test.cpp
+  taskapi/concurrency_test.cpp
+  taskapi/restart_test.cpp
+  taskapi/idempotency_test.cpp
+  taskapi/errors_test.cpp
+  taskapi/eligibility_test.cpp
+  taskapi/startup_test.cpp)
+# gmock for its matchers; SQLiteCpp for restart_test.cpp, which runs PRAGMA integrity_check on
+# the database a killed daemon left behind.
+target_link_libraries(taskapi_integration_tests PRIVATE GTest::gmock SQLiteCpp)
