@@ -77,6 +77,16 @@ TEST_F(AuthorizationTest, AnotherAgentCannotActOnTheClaim) {
   EXPECT_EQ(worker_entry("worker-owner")["consecutive_failures"], 0);
 }
 
+TEST_F(AuthorizationTest, OnlyTheSubmittingAgentCanReplayAResult) {
+  // Given a result submitted by the owner agent, we should replay it to that agent and refuse
+  // the same body from another agent, which must learn nothing of the task.
+  EXPECT_EQ(submit(owner_, claimed_).first, 201);
+  const auto replay = submit(owner_, claimed_);
+  EXPECT_EQ(replay.first, 200);
+  EXPECT_EQ(replay.second["idempotent"], true);
+  EXPECT_EQ(code_of([&] { submit(intruder_, claimed_); }), "LEASE_INVALID");
+}
+
 TEST_F(AuthorizationTest, WrongTokenIsRefusedForTheOwnerToo) {
   // Given the owner agent with a token that is not the lease's, we should refuse every use.
   Json forged = claimed_;
