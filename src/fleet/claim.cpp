@@ -86,30 +86,29 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   nlohmann::json response;
   db_.write([&](SQLite::Database& db) {
     const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
-    auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    if (row->status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
-    if (row->revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
-    const auto facts = facts_->get(*row);
+    auto row = fleet::load_existing_task(db, task_id);
+    if (row.status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
+    if (row.revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    const auto facts = facts_->get(row);
     if (facts.execution_digest != digest_value) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
-    if (row->attempt >= row->max_attempts) fail(ErrorCode::TASK_ATTEMPTS_EXHAUSTED);
+    if (row.attempt >= row.max_attempts) fail(ErrorCode::TASK_ATTEMPTS_EXHAUSTED);
     // The claim itself is a liveness signal, so "offline" never refuses the claimant.
     auto live = worker;
     live.last_seen = now;
     const auto reasons = fleet::ineligibility_reasons(
-        live, *row, facts, fleet::task_quarantined(db, task_id, worker_id, now), now, options_);
+        live, row, facts, fleet::task_quarantined(db, task_id, worker_id, now), now, options_);
     if (!reasons.empty()) fail(fleet::reason_code(reasons.front()));
 
-    const auto previous_revision = row->revision;
-    row->status = "CLAIMED";
-    row->attempt += 1;
-    row->revision += 1;
-    row->claimed_by = worker_id;
-    row->claim_id = claim_id;
-    row->lease_token_hash = sha256_hex(lease_token);
-    row->lease_expires_at = format_iso8601(expires);
-    row->updated_at = now_iso;
-    if (!store::update_task(db, *row, previous_revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    const auto previous_revision = row.revision;
+    row.status = "CLAIMED";
+    row.attempt += 1;
+    row.revision += 1;
+    row.claimed_by = worker_id;
+    row.claim_id = claim_id;
+    row.lease_token_hash = sha256_hex(lease_token);
+    row.lease_expires_at = format_iso8601(expires);
+    row.updated_at = now_iso;
+    if (!store::update_task(db, row, previous_revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
 
     SQLite::Statement claim_row(
         db,
@@ -119,7 +118,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     claim_row.bind(2, task_id);
     claim_row.bind(3, worker_id);
     claim_row.bind(4, agent.agent_id);
-    claim_row.bind(5, row->attempt);
+    claim_row.bind(5, row.attempt);
     claim_row.bind(6, to_epoch_seconds(expires));
     claim_row.bind(7, now_iso);
     claim_row.exec();
@@ -134,10 +133,10 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     dispatch.bind(2, task_id);
     dispatch.bind(3, worker_id);
     dispatch.bind(4, previous_revision);
-    dispatch.bind(5, row->scope_key);
+    dispatch.bind(5, row.scope_key);
     dispatch.bind(6, worker.failure_domain);
     dispatch.bind(7, to_epoch_seconds(expires));
-    dispatch.bind(8, static_cast<double>(row->seq));
+    dispatch.bind(8, static_cast<double>(row.seq));
     dispatch.bind(9, claim_id);
     dispatch.bind(10, now);
     dispatch.bind(11, now);
@@ -147,24 +146,24 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
                             "last_dispatch_at) VALUES (?,1,?) ON CONFLICT(scope_key) DO UPDATE "
                             "SET dispatch_count=dispatch_count+1, last_dispatch_at=excluded."
                             "last_dispatch_at");
-    scope.bind(1, row->scope_key);
+    scope.bind(1, row.scope_key);
     scope.bind(2, now);
     scope.exec();
     touch_worker(db, worker_id, now);
     store::append_event(db, task_id, "TASK_CLAIMED", agent.agent_id,
                         {{"claim_id", claim_id},
                          {"worker_id", worker_id},
-                         {"attempt", row->attempt},
-                         {"revision", row->revision},
+                         {"attempt", row.attempt},
+                         {"revision", row.revision},
                          {"execution_digest", digest_value},
-                         {"lease_expires_at", row->lease_expires_at}},
+                         {"lease_expires_at", row.lease_expires_at}},
                         now_iso);
     response = {{"task_id", task_id},
                 {"claim_id", claim_id},
                 {"lease_token", lease_token},
-                {"lease_expires_at", row->lease_expires_at},
-                {"attempt", row->attempt},
-                {"revision", row->revision},
+                {"lease_expires_at", row.lease_expires_at},
+                {"attempt", row.attempt},
+                {"revision", row.revision},
                 {"execution_digest", digest_value}};
   });
   return response;
@@ -202,14 +201,13 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json task_status;
   db_.read([&](SQLite::Database& db) {
-    const auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    task_status = row->status;
+    const auto row = fleet::load_existing_task(db, task_id);
+    task_status = row.status;
     for (const auto& worker : fleet::load_workers(db, now)) {
       auto reasons = fleet::ineligibility_reasons(
-          worker, *row, facts_->get(*row),
+          worker, row, facts_->get(row),
           fleet::task_quarantined(db, task_id, worker.worker_id, now), now, options_);
-      if (row->status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
+      if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
       workers.push_back(
           {{"worker_id", worker.worker_id}, {"eligible", reasons.empty()}, {"reasons", reasons}});
     }

@@ -84,6 +84,14 @@ void end_dispatch(SQLite::Database& db, const std::string& task_id, const std::s
 void end_claim(SQLite::Database& db, const std::string& claim_id, const std::string& status,
                const std::string& now_iso);
 
+// The task, or TASK_NOT_FOUND.
+store::TaskRow load_existing_task(SQLite::Database& db, const std::string& task_id);
+
+// True when `worker_id` is registered to `agent_id`: an agent acts and reads only through its
+// own workers.
+bool worker_belongs_to(SQLite::Database& db, const std::string& worker_id,
+                       const std::string& agent_id);
+
 // The task's current execution envelope, from metadata_json (authoritative: the rebind service
 // rewrites it).
 nlohmann::json execution_of(const store::TaskRow& row);

@@ -38,10 +38,8 @@ std::string reason_of(const nlohmann::json& body) {
 void check_lease(SQLite::Database& db, const store::TaskRow& row, const Agent& agent,
                  const std::string& token, TimePoint now) {
   if (row.status != "CLAIMED") fail(ErrorCode::TASK_NOT_CLAIMED);
-  SQLite::Statement owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
-  owner.bind(1, row.claimed_by);
-  owner.bind(2, agent.agent_id);
-  if (!owner.executeStep() || !constant_time_equal(sha256_hex(token), row.lease_token_hash)) {
+  if (!fleet::worker_belongs_to(db, row.claimed_by, agent.agent_id) ||
+      !constant_time_equal(sha256_hex(token), row.lease_token_hash)) {
     fail(ErrorCode::LEASE_INVALID);
   }
   const auto expires = parse_iso8601(row.lease_expires_at);
@@ -94,25 +92,24 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
   const auto expires = now + options_.lease;
   nlohmann::json response;
   db_.write([&](SQLite::Database& db) {
-    auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    check_lease(db, *row, agent, token, now);
+    auto row = fleet::load_existing_task(db, task_id);
+    check_lease(db, row, agent, token, now);
     // A heartbeat extends the lease; it is not a lifecycle transition, so the revision stays.
-    row->lease_expires_at = format_iso8601(expires);
-    if (!store::update_task(db, *row, row->revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    row.lease_expires_at = format_iso8601(expires);
+    if (!store::update_task(db, row, row.revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
     SQLite::Statement claim(db, "UPDATE claims SET lease_expires_at=? WHERE claim_id=?");
     claim.bind(1, to_epoch_seconds(expires));
-    claim.bind(2, row->claim_id);
+    claim.bind(2, row.claim_id);
     claim.exec();
     SQLite::Statement dispatch(
         db, "UPDATE fleet_dispatches SET reserved_until=? WHERE claim_id=? AND state='CLAIMED'");
     dispatch.bind(1, to_epoch_seconds(expires));
-    dispatch.bind(2, row->claim_id);
+    dispatch.bind(2, row.claim_id);
     dispatch.exec();
     response = {{"task_id", task_id},
-                {"lease_expires_at", row->lease_expires_at},
+                {"lease_expires_at", row.lease_expires_at},
                 {"stage", stage},
-                {"revision", row->revision}};
+                {"revision", row.revision}};
   });
   return response;
 }
@@ -165,20 +162,19 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
       response["idempotent"] = true;
       return;
     }
-    auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    check_lease(db, *row, agent, token, now);
-    if (attempt != row->attempt) fail(ErrorCode::ATTEMPT_STALE);
-    if (facts_->get(*row).execution_digest != body["execution_digest"]) {
+    auto row = fleet::load_existing_task(db, task_id);
+    check_lease(db, row, agent, token, now);
+    if (attempt != row.attempt) fail(ErrorCode::ATTEMPT_STALE);
+    if (facts_->get(row).execution_digest != body["execution_digest"]) {
       fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
     }
-    const std::string worker_id = row->claimed_by;
-    const std::string claim_id = row->claim_id;
-    row->status = "VERIFYING";
-    row->result_json = result_json;
-    row->lease_token_hash.clear();
-    row->lease_expires_at.clear();
-    commit_row(db, *row, now_iso);
+    const std::string worker_id = row.claimed_by;
+    const std::string claim_id = row.claim_id;
+    row.status = "VERIFYING";
+    row.result_json = result_json;
+    row.lease_token_hash.clear();
+    row.lease_expires_at.clear();
+    commit_row(db, row, now_iso);
     const double now_s = to_epoch_seconds(now);
     fleet::end_claim(db, claim_id, "SUBMITTED", now_iso);
     fleet::end_dispatch(db, task_id, "COMPLETED", now_s);
@@ -191,7 +187,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                          {"result_sha256", result_sha},
                          {"worker_id", worker_id}},
                         now_iso);
-    response = {{"task_id", task_id}, {"status", row->status},       {"revision", row->revision},
+    response = {{"task_id", task_id}, {"status", row.status},        {"revision", row.revision},
                 {"attempt", attempt}, {"result_sha256", result_sha}, {"idempotent", false}};
     SQLite::Statement insert(db,
                              "INSERT INTO results(task_id,idempotency_key,attempt,agent_id,"
@@ -223,26 +219,25 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
   const std::string now_iso = format_iso8601(now);
   nlohmann::json view;
   db_.write([&](SQLite::Database& db) {
-    auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    check_lease(db, *row, agent, token, now);
+    auto row = fleet::load_existing_task(db, task_id);
+    check_lease(db, row, agent, token, now);
     const double now_s = to_epoch_seconds(now);
-    const std::string worker_id = row->claimed_by;
-    fleet::end_claim(db, row->claim_id, "RELEASED", now_iso);
+    const std::string worker_id = row.claimed_by;
+    fleet::end_claim(db, row.claim_id, "RELEASED", now_iso);
     fleet::end_dispatch(db, task_id, "RELEASED", now_s);
     fleet::note_worker_failure(db, worker_id, now_s, options_.circuit_threshold,
                                options_.circuit_cooldown);
-    quarantine_task_for_worker(db, *row, failure_class, now_s, options_.task_quarantine);
-    requeue_or_fail(*row);
-    commit_row(db, *row, now_iso);
+    quarantine_task_for_worker(db, row, failure_class, now_s, options_.task_quarantine);
+    requeue_or_fail(row);
+    commit_row(db, row, now_iso);
     store::append_event(db, task_id, "TASK_RELEASED", agent.agent_id,
                         {{"worker_id", worker_id},
                          {"failure_class", failure_class},
                          {"reason", reason},
-                         {"attempt", row->attempt},
-                         {"status", row->status}},
+                         {"attempt", row.attempt},
+                         {"status", row.status}},
                         now_iso);
-    view = fleet::view_of(*row);
+    view = fleet::view_of(row);
   });
   return view;
 }
@@ -261,28 +256,27 @@ nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::jso
   const std::string now_iso = format_iso8601(clock_.now());
   nlohmann::json view;
   db_.write([&](SQLite::Database& db) {
-    auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    if (row->status != "VERIFYING") fail(ErrorCode::TASK_NOT_VERIFYING);
-    if (row->revision != expected) fail(ErrorCode::TASK_REVISION_CONFLICT);
-    row->verification_json = canonical_json(verification);
+    auto row = fleet::load_existing_task(db, task_id);
+    if (row.status != "VERIFYING") fail(ErrorCode::TASK_NOT_VERIFYING);
+    if (row.revision != expected) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    row.verification_json = canonical_json(verification);
     if (decision == "PASS") {
-      row->status = "SUCCEEDED";
+      row.status = "SUCCEEDED";
     } else if (decision == "FAIL") {
-      row->status = "FAILED";
+      row.status = "FAILED";
     } else {
-      requeue_or_fail(*row);
+      requeue_or_fail(row);
     }
-    row->claimed_by.clear();
-    row->claim_id.clear();
-    commit_row(db, *row, now_iso);
+    row.claimed_by.clear();
+    row.claim_id.clear();
+    commit_row(db, row, now_iso);
     store::append_event(db, task_id, "TASK_VERIFIED", "owner-control",
                         {{"decision", decision},
                          {"reason", reason},
-                         {"status", row->status},
+                         {"status", row.status},
                          {"verification_sha256", digest(verification)}},
                         now_iso);
-    view = fleet::view_of(*row);
+    view = fleet::view_of(row);
   });
   return view;
 }
@@ -295,27 +289,26 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
   const std::string now_iso = format_iso8601(now);
   nlohmann::json view;
   db_.write([&](SQLite::Database& db) {
-    auto row = store::load_task(db, task_id);
-    if (!row) fail(ErrorCode::TASK_NOT_FOUND);
-    if (is_terminal(row->status)) fail(ErrorCode::TASK_TERMINAL);
+    auto row = fleet::load_existing_task(db, task_id);
+    if (is_terminal(row.status)) fail(ErrorCode::TASK_TERMINAL);
     if (body.contains("expected_revision") &&
         envelope::require_int(body["expected_revision"], 0, INT64_MAX,
-                              ErrorCode::REVISION_INVALID) != row->revision) {
+                              ErrorCode::REVISION_INVALID) != row.revision) {
       fail(ErrorCode::TASK_REVISION_CONFLICT);
     }
-    if (!row->claim_id.empty()) {
-      fleet::end_claim(db, row->claim_id, "CANCELLED", now_iso);
+    if (!row.claim_id.empty()) {
+      fleet::end_claim(db, row.claim_id, "CANCELLED", now_iso);
       fleet::end_dispatch(db, task_id, "RELEASED", to_epoch_seconds(now));
     }
-    row->status = "CANCELLED";
-    row->claimed_by.clear();
-    row->claim_id.clear();
-    row->lease_token_hash.clear();
-    row->lease_expires_at.clear();
-    commit_row(db, *row, now_iso);
+    row.status = "CANCELLED";
+    row.claimed_by.clear();
+    row.claim_id.clear();
+    row.lease_token_hash.clear();
+    row.lease_expires_at.clear();
+    commit_row(db, row, now_iso);
     store::append_event(db, task_id, "TASK_CANCELLED", "owner-control", {{"reason", reason}},
                         now_iso);
-    view = fleet::view_of(*row);
+    view = fleet::view_of(row);
   });
   return view;
 }

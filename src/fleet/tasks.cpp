@@ -32,10 +32,7 @@ double scope_weight_of(const nlohmann::json& metadata) {
 bool readable_by(SQLite::Database& db, const store::TaskRow& row, const Agent* reader) {
   if (reader == nullptr) return true;
   if (row.claimed_by.empty()) return false;
-  SQLite::Statement owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
-  owner.bind(1, row.claimed_by);
-  owner.bind(2, reader->agent_id);
-  return owner.executeStep();
+  return fleet::worker_belongs_to(db, row.claimed_by, reader->agent_id);
 }
 
 }  // namespace

@@ -198,6 +198,20 @@ void end_claim(SQLite::Database& db, const std::string& claim_id, const std::str
   update.exec();
 }
 
+store::TaskRow load_existing_task(SQLite::Database& db, const std::string& task_id) {
+  auto row = store::load_task(db, task_id);
+  if (!row) throw Error(ErrorCode::TASK_NOT_FOUND);
+  return std::move(*row);
+}
+
+bool worker_belongs_to(SQLite::Database& db, const std::string& worker_id,
+                       const std::string& agent_id) {
+  SQLite::Statement owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
+  owner.bind(1, worker_id);
+  owner.bind(2, agent_id);
+  return owner.executeStep();
+}
+
 nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback) {
   if (text.empty()) return fallback;
   return nlohmann::json::parse(text);
