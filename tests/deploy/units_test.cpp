@@ -35,6 +35,30 @@ TEST(Units, TaskApiIsUnprivilegedLoopbackAndCredentialBound) {
   EXPECT_EQ(unit.find("TOKEN="), std::string::npos);
 }
 
+// The seed's test_execution_rebind_unit_is_unprivileged_and_owner_credential_bound, plus the
+// lines that make it run our binary on the seed's configuration.
+TEST(Units, ExecutionRebindIsUnprivilegedAndOwnerCredentialBound) {
+  const auto unit = read_file("deploy/systemd/aios-agent-task-execution-rebind.service");
+  ASSERT_FALSE(unit.empty());
+  for (const char* line :
+       {"User=aios-agent-task", "Group=aios-agent-task",
+        "LoadCredential=agent_task_control_token:/etc/aios-gitops/agent-task-control.token",
+        "EnvironmentFile=/etc/aios-gitops/agent-task-execution-rebind.env",
+        "Environment=AIOS_AGENT_TASK_CONTROL_TOKEN_FILE=%d/agent_task_control_token",
+        "Environment=AIOS_AGENT_TASK_DB=/var/lib/aios-agent-task/state.sqlite3",
+        "Environment=AIOS_GOVERNED_WRITE_API_URL=http://127.0.0.1:18892",
+        "Environment=AIOS_TASK_EXECUTION_REBIND_HOST=127.0.0.1",
+        "Environment=AIOS_TASK_EXECUTION_REBIND_PORT=18942",
+        "ExecStart=/usr/bin/aios-agent-task-execution-rebind", "NoNewPrivileges=true",
+        "ProtectSystem=strict", "RestrictAddressFamilies=AF_UNIX AF_INET",
+        "ReadWritePaths=/var/lib/aios-agent-task", "UMask=0077"}) {
+    EXPECT_TRUE(has_line(unit, line)) << line;
+  }
+  EXPECT_EQ(unit.find("User=root"), std::string::npos);
+  // The authorization id comes from the EnvironmentFile; no token value sits in the unit.
+  EXPECT_EQ(unit.find("TOKEN="), std::string::npos);
+}
+
 // Given the tmpfiles entry, the state directory should belong to the service user only.
 TEST(Units, TaskStateDirectoryIsPrivate) {
   const auto conf = read_file("deploy/tmpfiles.d/aios-agent-task.conf");
