@@ -1,0 +1,7 @@
+# The execution rebind: rebind_tests are unit tests of the request, the store transaction (on
+# the seed's minimal schema and on the task plane's), the Bridge resolver and the HTTP routes;
+# rebind_integration_tests start the real aios-agent-task-execution-rebind next to the real
+# aios-task-scheduler (the database, the tasks and the Bridge) over HTTP.
+aios_test(rebind_tests
+  rebind/seed_port_test.cpp)
+target_link_libraries(rebind_tests PRIVATE SQLiteCpp)
