@@ -1,25 +1,113 @@
 // aios-external-agent-executor: runs external agent CLIs from root-owned profiles.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/signals.hpp"
+#include "aios/executor.hpp"
+#include "aios/log.hpp"
+
+extern "C" {
+extern char** environ;
+}
+
+namespace {
+
+std::vector<std::string> own_environment() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; *entry != nullptr; ++entry) entries.emplace_back(*entry);
+  return entries;
+}
+
+std::optional<std::filesystem::path> env_path(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::filesystem::path(value);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "The AIOS external agent executor: runs Hermes/OpenClaw from root-owned runtime\n"
-      "profiles with only the provider credential. With --request and --result it\n"
-      "runs one request; otherwise it serves the exchange directory.",
+      "profiles (<profile-root>/<runtime>.json) with only the provider credential\n"
+      "($CREDENTIALS_DIRECTORY), never through a shell. With --request and --result it runs\n"
+      "one request (exit 1 and the error code on stderr when it fails); otherwise it serves\n"
+      "the exchange directory: requests/ in, results/ or failed/ out.\n"
+      "It refuses to start when its own environment holds secret-looking variables.",
       "aios-external-agent-executor"};
   aios::daemon::add_version_flag(app);
-  std::string root = "/var/lib/aios-external-agent-executor";
-  std::string profile_root = "/etc/aios/external-agent-runtime.d";
+  namespace executor = aios::executor;
+  std::string root = executor::kDefaultExchangeRoot.string();
+  std::string profile_root = executor::kDefaultProfileRoot.string();
   std::string request;
   std::string result;
-  app.add_option("--root", root, "Exchange directory (requests/, results/, failed/)");
+  unsigned concurrency = 1;
+  std::vector<std::string> executable_roots;
+  app.add_option("--root", root, "Exchange directory (requests/, results/, failed/, started/)");
   app.add_option("--profile-root", profile_root, "Root-owned runtime profile directory");
   auto* request_option = app.add_option("--request", request, "Run this one request file");
   auto* result_option = app.add_option("--result", result, "Write the one request's result here");
   request_option->needs(result_option);
   result_option->needs(request_option);
+  app.add_option("--concurrency", concurrency, "Serve mode: requests run at once")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--executable-root", executable_roots,
+                 "Directory a profile's executable and node script must resolve under; repeat "
+                 "for several. Replaces the built-in list (/usr/bin, /usr/local/bin,\n"
+                 "/opt/aios/bin, /opt/hermes, /opt/openclaw, /opt/aios-hermes-agent,\n"
+                 "/opt/aios/openclaw-engineering)");
   CLI11_PARSE(app, argc, argv);
-  return aios::daemon::not_yet_available(app, "the executor");
+
+  executor::ExecuteOptions execute;
+  execute.profile_root = profile_root;
+  if (!executable_roots.empty()) {
+    execute.executable_roots.assign(executable_roots.begin(), executable_roots.end());
+  }
+  execute.credentials_directory = env_path("CREDENTIALS_DIRECTORY");
+  execute.temporary_root = env_path("TMPDIR").value_or("/tmp");
+
+  if (!request.empty()) {
+    try {
+      executor::assert_no_secret_environment(own_environment());
+      executor::execute_request(request, result, execute);
+      return 0;
+    } catch (const aios::Error& error) {
+      std::fprintf(stderr, "%s\n", executor::failure_text(error).c_str());
+      return 1;
+    }
+  }
+
+  const aios::daemon::TerminationSignals signals;
+  try {
+    executor::Server server({.root = root, .execute = execute, .concurrency = concurrency});
+    executor::assert_no_secret_environment(own_environment());
+    std::atomic<bool> failed = false;
+    std::thread serving([&server, &failed] {
+      try {
+        server.run();
+      } catch (const std::exception& error) {
+        aios::log::error("EXTERNAL_AGENT_EXECUTOR_SERVE_FAILED", {{"what", error.what()}});
+        failed = true;
+        ::kill(::getpid(), SIGTERM);  // wakes the signal wait below
+      }
+    });
+    const int signal = signals.wait();
+    aios::log::info("EXTERNAL_AGENT_EXECUTOR_DRAINING", {{"signal", signal}});
+    server.stop();
+    serving.join();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  } catch (const aios::Error& error) {
+    aios::log::error("EXTERNAL_AGENT_EXECUTOR_START_FAILED",
+                     {{"error", executor::failure_text(error)}, {"detail", error.detail()}});
+    std::fprintf(stderr, "%s\n", executor::failure_text(error).c_str());
+    return aios::daemon::kExitUnavailable;
+  }
 }

@@ -1,0 +1,216 @@
+#pragma once
+// The credential-isolated external agent executor (seed: aios_external_agent_runtime.py).
+//
+// Task payloads never choose commands. A root-owned runtime profile
+// (<profile_root>/<runtime>.json) chooses the executable, its fixed argv, a fixed non-secret
+// environment, the provider credential projected from $CREDENTIALS_DIRECTORY and the I/O
+// modes. The worker writes a hash-bound request into the exchange directory
+// (requests/<id>.json); the executor runs the agent CLI without a shell in a private temporary
+// directory and writes a bounded, redacted, digest-sealed result (results/<id>.json) or the
+// failure (failed/<id>.json, {"error": "CODE[:detail]"}).
+//
+// Every refusal throws aios::Error with an EXTERNAL_AGENT_* code spelled as the seed spells
+// it (docs/errors.md, "External agent executor"). Only two codes carry a wire suffix, as in the
+// seed: EXTERNAL_AGENT_PROCESS_FAILED ("<exit code>:<redacted stderr>") and
+// EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED ("<NAME>,<NAME>"); failure_text() builds the string.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "aios/error.hpp"
+
+namespace aios::executor {
+
+inline constexpr std::string_view kRequestSchema = "aios.external-agent-runtime.request.v1";
+inline constexpr std::string_view kResultSchema = "aios.external-agent-runtime.result.v1";
+inline constexpr std::string_view kProfileSchema = "aios.external-agent-runtime.profile.v1";
+
+inline constexpr std::size_t kMaxRequestBytes = 256 * 1024;
+inline constexpr std::size_t kMaxOutputBytes = 128 * 1024;
+inline constexpr std::size_t kMaxProfileBytes = 64 * 1024;
+inline constexpr std::size_t kMaxCredentialBytes = 64 * 1024;
+// Bytes of a profile environment value (the seed counts characters; see docs/executor.md).
+inline constexpr std::size_t kMaxProfileEnvironmentValue = 4096;
+
+inline const std::filesystem::path kDefaultProfileRoot = "/etc/aios/external-agent-runtime.d";
+inline const std::filesystem::path kDefaultExchangeRoot = "/var/lib/aios-external-agent-executor";
+
+// Where a profile's executable (and a node script) must resolve to: the seed's list.
+std::vector<std::filesystem::path> default_executable_roots();
+
+// --- Profiles ---------------------------------------------------------------------------------
+
+enum class InputMode { stdin_text, stdin_json, file_json };
+enum class OutputMode { stdout_text, stdout_json, file_json };
+
+// One provider credential projected into the child's environment.
+struct CredentialBinding {
+  std::string env_name;    // only OPENAI_API_KEY
+  std::string credential;  // file name under $CREDENTIALS_DIRECTORY
+  std::string format;      // "dotenv" or "raw"
+  std::string key;         // the dotenv key ("" for raw)
+};
+
+struct RuntimeProfile {
+  std::string runtime;            // "hermes" or "openclaw"
+  std::vector<std::string> argv;  // argv[0] resolved; a node script resolved too
+  InputMode input_mode = InputMode::stdin_text;
+  OutputMode output_mode = OutputMode::stdout_text;
+  int timeout_seconds = 900;
+  std::size_t max_output_bytes = kMaxOutputBytes;
+  std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
+  std::vector<CredentialBinding> credential_env;                 // sorted by env name
+};
+
+// Loads and validates <profile_root>/<runtime>.json by the seed's rules: schema, runtime, an
+// allowlisted absolute executable (after resolving symlinks) under `executable_roots`, no
+// shell (also: the executable itself is not a shell), no secret-looking argument, node only
+// with a script under the roots and without -e/--eval/-p/--print/-r/--require, known modes,
+// timeout 1..3600 s, output limit 1024..131072 bytes, a non-secret fixed environment and a
+// provider-only credential mapping. Throws EXTERNAL_AGENT_* codes.
+RuntimeProfile load_profile(std::string_view runtime, const std::filesystem::path& profile_root,
+                            const std::vector<std::filesystem::path>& executable_roots);
+
+// --- Requests -----------------------------------------------------------------------------------
+
+// The normalized request ({schema, request_id, runtime, task_id, execution_digest, payload}) or
+// EXTERNAL_AGENT_REQUEST_SCHEMA_INVALID, _REQUEST_ID_INVALID, _RUNTIME_UNSUPPORTED,
+// _TASK_ID_INVALID, _EXECUTION_DIGEST_INVALID, _PAYLOAD_INVALID, _PAYLOAD_TOO_LARGE,
+// _GOAL_REQUIRED, _INSTRUCTIONS_INVALID.
+nlohmann::json validate_request(const nlohmann::json& value);
+
+// The prompt text the seed renders from a payload, byte for byte.
+std::string render_prompt(const nlohmann::json& payload);
+
+// Python's json.dumps(value, ensure_ascii=False, sort_keys=True) with its default separators
+// (", " and ": "), as the prompt shows success criteria and constraints.
+std::string python_json_dumps(const nlohmann::json& value);
+
+// --- Credentials --------------------------------------------------------------------------------
+
+// NAME -> value for the profile's credential bindings, read from `credentials_directory` (the
+// daemon's $CREDENTIALS_DIRECTORY; nullopt when unset). dotenv: blank lines and # comments
+// skipped, an `export ` prefix allowed, one matching key, one pair of matching quotes removed.
+// Throws EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_MISSING, _DIRECTORY_INVALID, _FILE_INVALID,
+// _TOO_LARGE, _READ_FAILED, _CONTENT_INVALID, _KEY_DUPLICATE, _KEY_MISSING, _VALUE_INVALID,
+// _VALUE_TOO_LARGE. The error never carries the content.
+std::vector<std::pair<std::string, std::string>> project_credentials(
+    const RuntimeProfile& profile,
+    const std::optional<std::filesystem::path>& credentials_directory);
+
+// The names in `environment` ("NAME=value" entries) that look like secrets (TOKEN, SECRET,
+// PASSWORD, CREDENTIAL, AUTHORIZATION, PRIVATE_KEY, API_KEY in the upper-cased name) and have a
+// value, sorted; CREDENTIALS_DIRECTORY is systemd metadata and never listed.
+std::vector<std::string> secret_looking_variables(const std::vector<std::string>& environment);
+
+// Throws EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED (detail: the names joined by ",") when
+// secret_looking_variables(environment) is not empty: the executor must not hold a secret in
+// its own environment, where every child would inherit it by mistake.
+void assert_no_secret_environment(const std::vector<std::string>& environment);
+
+// --- Running one request -------------------------------------------------------------------------
+
+struct ExecuteOptions {
+  std::filesystem::path profile_root = kDefaultProfileRoot;
+  std::vector<std::filesystem::path> executable_roots = default_executable_roots();
+  std::optional<std::filesystem::path> credentials_directory;
+  // Where the private per-request directories are made ($TMPDIR; PrivateTmp in the unit).
+  std::filesystem::path temporary_root = "/tmp";
+  // Called after validation, right before the child is spawned; serve mode records "started"
+  // durably here. If it throws, the child is not spawned.
+  std::function<void()> before_spawn;
+};
+
+// Runs one request file and writes its result to `result_path` (atomic, 0640, fsync'd file and
+// directory). Returns the result. Throws the EXTERNAL_AGENT_* code of the first refusal or
+// failure, e.g. _REQUEST_FILE_INVALID, _REQUEST_TOO_LARGE, _REQUEST_JSON_INVALID, any profile,
+// request or credential code, _INPUT/_OUTPUT_PLACEHOLDER_REQUIRED, _SPAWN_FAILED, _TIMEOUT,
+// _PROCESS_FAILED, _OUTPUT_FILE_MISSING, _OUTPUT_TOO_LARGE, _OUTPUT_JSON_INVALID,
+// _RESULT_WRITE_FAILED. The private directory is removed on every path.
+nlohmann::json execute_request(const std::filesystem::path& request_path,
+                               const std::filesystem::path& result_path,
+                               const ExecuteOptions& options);
+
+// The text a failure is reported with (failed/ files, one-request stderr): the code, plus
+// ":" and the wire suffix for the two codes that carry one; redacted.
+std::string failure_text(const Error& error);
+
+// SHA-256 of the canonical result without its result_sha256 field.
+std::string result_digest(const nlohmann::json& result);
+
+// --- Serving the exchange -----------------------------------------------------------------------
+
+struct ServeOptions {
+  std::filesystem::path root = kDefaultExchangeRoot;
+  ExecuteOptions execute;
+  unsigned concurrency = 1;  // requests run at once
+};
+
+// Serves requests/ of an exchange directory: inotify (no polling) picks up requests renamed or
+// written into requests/, up to `concurrency` run at once, each result or failure is written
+// before its request is removed. At most once: a durable started/<name> marker is written
+// (fsync) right before the child is spawned; at start, a request with a marker but no result or
+// failure goes to failed/ as EXTERNAL_AGENT_OUTCOME_INDETERMINATE instead of running again.
+// A malformed or symlinked request goes to failed/ and serving continues.
+class Server {
+ public:
+  // Checks the exchange root (EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE when it is missing, a symlink
+  // or not a directory), creates requests/, results/, failed/ and started/ when missing, and
+  // settles requests left by a previous run. Does not start serving.
+  explicit Server(ServeOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves until stop(); then drains: running requests finish (their children run to their
+  // own end or timeout), queued ones stay in requests/ for the next start. Call once.
+  void run();
+  // Thread-safe and signal-free; makes run() drain and return.
+  void stop();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// --- The worker side -----------------------------------------------------------------------------
+
+// The worker's idempotent request/result exchange (seed: ExternalAgentExchange). Thread-safe
+// for distinct request ids.
+class Exchange {
+ public:
+  explicit Exchange(std::filesystem::path root = kDefaultExchangeRoot);
+
+  struct Call {
+    std::string request_id;
+    std::string runtime;
+    std::string task_id;
+    std::string execution_digest;
+    nlohmann::json payload;
+    std::chrono::milliseconds timeout = std::chrono::seconds(1800);
+  };
+
+  // Validates the request, reuses an existing result (a restart never runs an agent twice),
+  // reports an existing failure, refuses a different request under the same id
+  // (EXTERNAL_AGENT_REQUEST_ID_CONFLICT; an unreadable one: _EXISTING_REQUEST_INVALID),
+  // otherwise writes the request atomically (0640, fsync) and waits (inotify, no polling) for
+  // results/ or failed/. A result must be bound to the request (_RESULT_BINDING_INVALID) and
+  // carry its own digest (_RESULT_DIGEST_INVALID); unreadable: _RESULT_INVALID. A failure is
+  // thrown with its recorded code; no answer in time: EXTERNAL_AGENT_EXCHANGE_TIMEOUT.
+  nlohmann::json execute(const Call& call) const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+}  // namespace aios::executor

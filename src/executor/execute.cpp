@@ -1,0 +1,177 @@
+// execute_request of the seed: one request file in, one sealed result file out.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <system_error>
+
+#include "aios/canonical.hpp"
+#include "aios/executor.hpp"
+#include "aios/process.hpp"
+#include "canonical/utf8.hpp"
+#include "executor/files.hpp"
+#include "executor/output.hpp"
+
+namespace aios::executor {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json read_request(const fs::path& request_path) {
+  const auto read = files::read_file(request_path, kMaxRequestBytes);
+  if (read.status == files::ReadStatus::too_large) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_REQUEST_TOO_LARGE);
+  }
+  if (read.status != files::ReadStatus::ok)
+    throw Error(ErrorCode::EXTERNAL_AGENT_REQUEST_FILE_INVALID);
+  const json value = json::parse(read.content, nullptr, false);
+  if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_REQUEST_JSON_INVALID);
+  return validate_request(value);
+}
+
+void replace_all(std::string& item, std::string_view marker, const std::string& replacement) {
+  for (auto pos = item.find(marker); pos != std::string::npos;
+       pos = item.find(marker, pos + replacement.size())) {
+    item.replace(pos, marker.size(), replacement);
+  }
+}
+
+bool mentions(const std::vector<std::string>& argv, std::string_view marker) {
+  for (const auto& item : argv) {
+    if (item.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The seed's _argv_with_files: placeholders replaced in this order, so a prompt that contains
+// "{input_json}" stays as written.
+std::vector<std::string> argv_with_files(const RuntimeProfile& profile, const fs::path& input,
+                                         const fs::path& output, const std::string& prompt) {
+  std::vector<std::string> argv;
+  for (auto item : profile.argv) {
+    replace_all(item, "{input_json}", input.string());
+    replace_all(item, "{output_json}", output.string());
+    replace_all(item, "{prompt}", prompt);
+    argv.push_back(std::move(item));
+  }
+  if (profile.input_mode == InputMode::file_json && !mentions(profile.argv, "{input_json}")) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_INPUT_PLACEHOLDER_REQUIRED);
+  }
+  if (profile.output_mode == OutputMode::file_json && !mentions(profile.argv, "{output_json}")) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_PLACEHOLDER_REQUIRED);
+  }
+  return argv;
+}
+
+// A new file in the private directory; nobody else can have created it.
+void write_private(const fs::path& path, std::string_view content) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(content.data(), static_cast<std::streamsize>(content.size()));
+  if (!file.flush()) throw Error(ErrorCode::INTERNAL_ERROR, "cannot write the input file");
+}
+
+}  // namespace
+
+std::string result_digest(const json& result) {
+  json material = result;
+  material.erase("result_sha256");
+  return digest(material);
+}
+
+std::string failure_text(const Error& error) {
+  std::string text = error.code();
+  if (error.code() == "EXTERNAL_AGENT_PROCESS_FAILED" ||
+      error.code() == "EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED") {
+    text += ":" + error.detail();
+  }
+  return sanitize_text(text);
+}
+
+json execute_request(const fs::path& request_path, const fs::path& result_path,
+                     const ExecuteOptions& options) {
+  const json request = read_request(request_path);
+  const std::string& runtime = request["runtime"].get_ref<const std::string&>();
+  const RuntimeProfile profile =
+      load_profile(runtime, options.profile_root, options.executable_roots);
+
+  files::PrivateDirectory temporary(options.temporary_root, "aios-" + runtime + "-");
+  const fs::path home = temporary.path() / "home";
+  if (::mkdir(home.c_str(), 0700) != 0) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "cannot create the private home directory");
+  }
+  const fs::path input_path = temporary.path() / "input.json";
+  const fs::path output_path = temporary.path() / "output.json";
+  const json& payload = request["payload"];
+  const std::string payload_json = canonical_json(payload);
+  write_private(input_path, payload_json);
+  const std::string prompt = render_prompt(payload);
+
+  process::Spec spec;
+  spec.argv = argv_with_files(profile, input_path, output_path, prompt);
+  spec.working_directory = temporary.path();
+  spec.timeout = std::chrono::seconds(profile.timeout_seconds);
+  if (profile.input_mode == InputMode::stdin_json) spec.stdin_data = payload_json;
+  if (profile.input_mode == InputMode::stdin_text) spec.stdin_data = prompt;
+  spec.environment = {"PATH=/usr/bin:/usr/local/bin:/bin", "LC_ALL=C.UTF-8", "LANG=C.UTF-8",
+                      "HOME=" + home.string(), "NO_COLOR=1"};
+  for (const auto& [name, value] : profile.environment)
+    spec.environment.push_back(name + "=" + value);
+  std::vector<std::string> secrets;
+  for (const auto& [name, value] : project_credentials(profile, options.credentials_directory)) {
+    spec.environment.push_back(name + "=" + value);
+    secrets.push_back(value);
+  }
+
+  // Keeping twice the limit at each end reproduces the seed's bounding of the whole stream for
+  // any output up to four times the limit, at a bounded cost for a runaway child.
+  StreamCapture out(2 * profile.max_output_bytes);
+  StreamCapture err(2 * profile.max_output_bytes);
+  spec.on_stdout = [&out](std::string_view chunk) { out.feed(chunk); };
+  spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
+
+  if (options.before_spawn) options.before_spawn();
+  process::Outcome outcome;
+  try {
+    outcome = process::run(spec);
+  } catch (const std::system_error& error) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_SPAWN_FAILED, error.code().message());
+  }
+  out.finish();
+  err.finish();
+  if (outcome.timed_out) throw Error(ErrorCode::EXTERNAL_AGENT_TIMEOUT);
+  if (outcome.exit_code != 0) {
+    const auto stderr_text = redact_values(utf8::decode_replace(err.text()), secrets);
+    throw Error(ErrorCode::EXTERNAL_AGENT_PROCESS_FAILED,
+                std::to_string(outcome.exit_code) + ":" + bounded_text(stderr_text, 2048));
+  }
+
+  const auto output = parse_output(profile, utf8::decode_replace(out.text()), output_path, secrets);
+  json result = {
+      {"schema", kResultSchema},
+      {"request_id", request["request_id"]},
+      {"request_sha256", digest(request)},
+      {"runtime", runtime},
+      {"task_id", request["task_id"]},
+      {"execution_digest", request["execution_digest"]},
+      {"exit_code", outcome.exit_code},
+      {"duration_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(outcome.elapsed).count()},
+      {"output_text", output.text},
+      {"output_sha256", sha256_hex(output.text)},
+      {"stderr_sha256", err.sha256()},
+      {"credential_material_exposed", false},
+      {"control_plane_access_granted", false},
+  };
+  if (output.json) result["output_json"] = *output.json;
+  result["result_sha256"] = digest(result);
+  try {
+    const fs::path target = fs::absolute(result_path);
+    fs::create_directories(target.parent_path());
+    files::write_atomic(target, canonical_json(result) + "\n");
+  } catch (const std::exception& error) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_WRITE_FAILED, error.what());
+  }
+  return result;
+}
+
+}  // namespace aios::executor

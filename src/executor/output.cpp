@@ -1,0 +1,139 @@
+#include "executor/output.hpp"
+
+#include <openssl/evp.h>
+
+#include <array>
+
+#include "aios/canonical.hpp"
+#include "canonical/utf8.hpp"
+#include "executor/files.hpp"
+
+namespace aios::executor {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kRedacted = "[REDACTED]";
+
+void redact_strings(json& value, const std::vector<std::string>& secrets) {
+  if (value.is_string()) {
+    value = sanitize_text(redact_values(value.get<std::string>(), secrets));
+  } else if (value.is_structured()) {
+    for (auto& item : value) redact_strings(item, secrets);
+  }
+}
+
+}  // namespace
+
+struct StreamCapture::Hash {
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  ~Hash() { EVP_MD_CTX_free(context); }
+};
+
+StreamCapture::StreamCapture(std::size_t keep) : keep_(keep), hash_(std::make_unique<Hash>()) {
+  if (hash_->context == nullptr || EVP_DigestInit_ex(hash_->context, EVP_sha256(), nullptr) != 1) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "EVP_DigestInit_ex failed");
+  }
+}
+
+StreamCapture::~StreamCapture() = default;
+
+void StreamCapture::feed(std::string_view chunk) {
+  std::string translated;
+  translated.reserve(chunk.size() + 1);
+  for (const char c : chunk) {
+    if (pending_cr_) {
+      pending_cr_ = false;
+      translated.push_back('\n');
+      if (c == '\n') continue;
+    }
+    if (c == '\r') {
+      pending_cr_ = true;
+    } else {
+      translated.push_back(c);
+    }
+  }
+  emit(translated);
+}
+
+void StreamCapture::finish() {
+  if (pending_cr_) emit("\n");
+  pending_cr_ = false;
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(hash_->context, digest.data(), &length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  digest_.clear();
+  for (unsigned int i = 0; i < length; ++i) {
+    digest_.push_back(kHex[digest[i] >> 4]);
+    digest_.push_back(kHex[digest[i] & 0x0f]);
+  }
+}
+
+void StreamCapture::emit(std::string_view translated) {
+  if (translated.empty()) return;
+  total_ += translated.size();
+  EVP_DigestUpdate(hash_->context, translated.data(), translated.size());
+  const std::size_t to_head = std::min(translated.size(), keep_ - std::min(keep_, head_.size()));
+  head_.append(translated.substr(0, to_head));
+  tail_.append(translated.substr(to_head));
+  // Trim in batches so a stream of small chunks does not move the tail every time.
+  if (tail_.size() > 2 * keep_) {
+    tail_.erase(0, tail_.size() - keep_);
+    dropped_ = true;
+  }
+}
+
+std::string StreamCapture::text() const {
+  if (!dropped_) return head_ + tail_;
+  std::string out = head_;
+  out.append(kTruncationMarker);
+  out.append(std::string_view(tail_).substr(tail_.size() - keep_));
+  return out;
+}
+
+std::string StreamCapture::sha256() const {
+  return digest_;
+}
+
+std::string redact_values(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& secret : secrets) {
+    if (secret.empty()) continue;
+    for (auto pos = text.find(secret); pos != std::string::npos;
+         pos = text.find(secret, pos + kRedacted.size())) {
+      text.replace(pos, secret.size(), kRedacted);
+    }
+  }
+  return text;
+}
+
+ParsedOutput parse_output(const RuntimeProfile& profile, const std::string& stdout_text,
+                          const std::filesystem::path& output_path,
+                          const std::vector<std::string>& secrets) {
+  const std::size_t limit = profile.max_output_bytes;
+  ParsedOutput parsed;
+  std::string text;
+  if (profile.output_mode == OutputMode::file_json) {
+    const auto read = files::read_file(output_path, limit);
+    if (read.status == files::ReadStatus::too_large) {
+      throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_TOO_LARGE);
+    }
+    if (read.status != files::ReadStatus::ok) {
+      throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_FILE_MISSING);
+    }
+    text = redact_values(utf8::decode_replace(read.content), secrets);
+  } else {
+    text = redact_values(stdout_text, secrets);
+    if (text.size() > limit) text = bounded_text(text, limit);
+  }
+  if (profile.output_mode != OutputMode::stdout_text) {
+    json value = json::parse(text, nullptr, false);
+    if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_JSON_INVALID);
+    redact_strings(value, secrets);
+    parsed.json = std::move(value);
+  }
+  parsed.text = bounded_text(text, limit);
+  return parsed;
+}
+
+}  // namespace aios::executor

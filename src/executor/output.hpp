@@ -1,0 +1,65 @@
+#pragma once
+// What the executor keeps of a child's output, and how it turns it into the result's
+// output_text / output_json (seed: _parse_output, _bounded_text).
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "aios/executor.hpp"
+
+namespace aios::executor {
+
+// One output stream as Python's subprocess text mode sees it ("\r\n" and "\r" become "\n"),
+// kept within bounds: the first `keep` bytes and the last `keep` bytes, with the truncation
+// marker between them when more arrived. The SHA-256 covers everything. Not thread-safe.
+class StreamCapture {
+ public:
+  explicit StreamCapture(std::size_t keep);
+  ~StreamCapture();
+  StreamCapture(const StreamCapture&) = delete;
+  StreamCapture& operator=(const StreamCapture&) = delete;
+
+  void feed(std::string_view chunk);
+  // Ends the stream (a trailing "\r" becomes "\n"); call once, before text() and sha256().
+  void finish();
+
+  std::string text() const;
+  std::string sha256() const;
+  std::size_t total_bytes() const { return total_; }
+
+ private:
+  void emit(std::string_view translated);
+
+  std::size_t keep_;
+  std::string head_;
+  std::string tail_;
+  bool dropped_ = false;
+  bool pending_cr_ = false;
+  std::size_t total_ = 0;
+  struct Hash;
+  std::unique_ptr<Hash> hash_;
+  std::string digest_;
+};
+
+// Replaces every occurrence of each non-empty value in `secrets` with "[REDACTED]".
+std::string redact_values(std::string text, const std::vector<std::string>& secrets);
+
+struct ParsedOutput {
+  std::string text;                    // output_text: redacted and bounded
+  std::optional<nlohmann::json> json;  // output_json, string values redacted
+};
+
+// The seed's _parse_output over the captured stdout (already decoded) or the output file,
+// with the projected credential values redacted as well. Throws
+// EXTERNAL_AGENT_OUTPUT_FILE_MISSING, _OUTPUT_TOO_LARGE, _OUTPUT_JSON_INVALID.
+ParsedOutput parse_output(const RuntimeProfile& profile, const std::string& stdout_text,
+                          const std::filesystem::path& output_path,
+                          const std::vector<std::string>& secrets);
+
+}  // namespace aios::executor

@@ -1,0 +1,269 @@
+// RuntimeProfile.load of the seed: the root-owned profile decides executable, argv, modes,
+// limits, environment and credential mapping; nothing here comes from a task.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
+#include "aios/canonical.hpp"
+#include "aios/executor.hpp"
+#include "executor/files.hpp"
+#include "executor/rules.hpp"
+
+namespace aios::executor {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+[[noreturn]] void refuse(ErrorCode code) {
+  throw Error(code);
+}
+
+bool under_roots(const fs::path& resolved, const std::vector<fs::path>& roots) {
+  return std::any_of(roots.begin(), roots.end(), [&](const fs::path& root) {
+    auto relative = resolved.lexically_relative(root);
+    return !relative.empty() && *relative.begin() != "..";
+  });
+}
+
+struct PathCodes {
+  ErrorCode absolute_required;
+  ErrorCode invalid;
+  ErrorCode root_deny;
+};
+
+// The seed's _safe_executable / _safe_profile_script: absolute, resolves (symlinks followed,
+// strictly) to a regular file (executable, for the executable) under an allowed root.
+std::string safe_path(const json& value, const std::vector<fs::path>& roots, PathCodes codes,
+                      bool must_execute) {
+  if (!value.is_string()) refuse(codes.absolute_required);
+  const auto& text = value.get_ref<const std::string&>();
+  if (text.empty() || text.front() != '/') refuse(codes.absolute_required);
+  std::error_code error;
+  const fs::path resolved = fs::canonical(text, error);
+  if (error || !fs::is_regular_file(resolved, error) || error) refuse(codes.invalid);
+  if (must_execute && ::access(resolved.c_str(), X_OK) != 0) refuse(codes.invalid);
+  if (!under_roots(resolved, roots)) refuse(codes.root_deny);
+  return resolved.string();
+}
+
+// Python's int() of a profile number: integers as they are, floats truncated, numeric strings
+// parsed; false, 0, "" and null mean "use the default".
+std::optional<long long> integer_field(const json& value, long long fallback) {
+  if (!rules::truthy(value)) return fallback;
+  if (value.is_boolean()) return 1;
+  if (value.is_number_integer()) return value.get<long long>();
+  if (value.is_number_unsigned()) return std::nullopt;
+  if (value.is_number_float()) {
+    const double number = std::trunc(value.get<double>());
+    if (!std::isfinite(number) || std::abs(number) > 1e15) return std::nullopt;
+    return static_cast<long long>(number);
+  }
+  if (value.is_string()) {
+    const std::string text(python_strip(value.get_ref<const std::string&>()));
+    if (text.empty() || text.size() > 18) return std::nullopt;
+    std::size_t start = (text.front() == '-' || text.front() == '+') ? 1 : 0;
+    if (start == text.size()) return std::nullopt;
+    for (std::size_t i = start; i < text.size(); ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    }
+    return std::strtoll(text.c_str(), nullptr, 10);
+  }
+  return std::nullopt;
+}
+
+// str(value or default) for a mode field: a non-string can never name a mode.
+std::optional<std::string> mode_field(const json& value, std::string_view fallback) {
+  if (!rules::truthy(value)) return std::string(fallback);
+  if (!value.is_string()) return std::nullopt;
+  return value.get<std::string>();
+}
+
+bool is_shell(const fs::path& executable) {
+  static constexpr std::array<std::string_view, 9> kShells = {
+      "sh", "bash", "dash", "ksh", "zsh", "csh", "tcsh", "fish", "busybox"};
+  const auto name = executable.filename().string();
+  return std::find(kShells.begin(), kShells.end(), name) != kShells.end();
+}
+
+std::vector<std::string> profile_argv(const json& argv, const std::vector<fs::path>& roots) {
+  const bool shaped = argv.is_array() && !argv.empty() &&
+                      std::all_of(argv.begin(), argv.end(), [](const json& item) {
+                        return item.is_string() && !item.get_ref<const std::string&>().empty() &&
+                               item.get_ref<const std::string&>().find('\0') == std::string::npos;
+                      });
+  if (!shaped) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ARGV_INVALID);
+  std::vector<std::string> normalized;
+  normalized.push_back(safe_path(argv.front(), roots,
+                                 {ErrorCode::EXTERNAL_AGENT_EXECUTABLE_ABSOLUTE_REQUIRED,
+                                  ErrorCode::EXTERNAL_AGENT_EXECUTABLE_INVALID,
+                                  ErrorCode::EXTERNAL_AGENT_EXECUTABLE_ROOT_DENY},
+                                 true));
+  for (std::size_t i = 1; i < argv.size(); ++i) normalized.push_back(argv[i].get<std::string>());
+
+  const auto any_of_args = [&](std::initializer_list<std::string_view> words) {
+    return std::any_of(normalized.begin() + 1, normalized.end(), [&](const std::string& item) {
+      return std::find(words.begin(), words.end(), item) != words.end();
+    });
+  };
+  // The seed refuses shell words among the arguments; a shell as the executable is refused
+  // too, since "never a shell" must not depend on how its script is passed.
+  if (any_of_args({"sh", "bash", "-c", "--command"}) || is_shell(normalized.front())) {
+    refuse(ErrorCode::EXTERNAL_AGENT_SHELL_MODE_DENY);
+  }
+  std::string joined;
+  for (const auto& item : normalized) joined += (joined.empty() ? "" : " ") + item;
+  if (rules::has_secret_assignment(joined))
+    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY);
+
+  const auto name = fs::path(normalized.front()).filename();
+  if (name == "node" || name == "nodejs") {
+    if (normalized.size() < 2 || normalized[1].front() == '-') {
+      refuse(ErrorCode::EXTERNAL_AGENT_NODE_SCRIPT_REQUIRED);
+    }
+    normalized[1] = safe_path(
+        normalized[1], roots,
+        {ErrorCode::EXTERNAL_AGENT_SCRIPT_ABSOLUTE_REQUIRED,
+         ErrorCode::EXTERNAL_AGENT_SCRIPT_INVALID, ErrorCode::EXTERNAL_AGENT_SCRIPT_ROOT_DENY},
+        false);
+    if (any_of_args({"-e", "--eval", "-p", "--print", "-r", "--require"})) {
+      refuse(ErrorCode::EXTERNAL_AGENT_NODE_CODE_MODE_DENY);
+    }
+  }
+  return normalized;
+}
+
+std::vector<std::pair<std::string, std::string>> profile_environment(const json& value) {
+  std::vector<std::pair<std::string, std::string>> result;
+  if (value.is_null()) return result;
+  if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_INVALID);
+  static constexpr std::array<std::string_view, 12> kFixed = {
+      "PATH",       "HOME",         "NO_COLOR", "LC_ALL", "LANG", "LD_PRELOAD", "LD_LIBRARY_PATH",
+      "PYTHONPATH", "NODE_OPTIONS", "BASH_ENV", "SHELL",  "IFS"};
+  for (const auto& [name, item] : value.items()) {
+    if (!rules::is_env_name(name))
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_INVALID);
+    if (std::find(kFixed.begin(), kFixed.end(), name) != kFixed.end()) {
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_DENY);
+    }
+    if (rules::has_secret_marker(name)) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SECRET_ENV_DENY);
+    if (!item.is_string() || item.get_ref<const std::string&>().find_first_of(
+                                 std::string_view("\0\n\r", 3)) != std::string::npos) {
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_INVALID);
+    }
+    if (count_code_points(item.get_ref<const std::string&>()) > kMaxProfileEnvironmentValue) {
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_TOO_LARGE);
+    }
+    result.emplace_back(name, item.get<std::string>());
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+std::vector<CredentialBinding> profile_credentials(const json& value) {
+  std::vector<CredentialBinding> result;
+  if (value.is_null()) return result;
+  if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_CREDENTIAL_ENV_INVALID);
+  for (const auto& [env_name, spec] : value.items()) {
+    // Only the provider key may be projected; it also passes the environment-name pattern.
+    if (env_name != "OPENAI_API_KEY") refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_NAME_DENY);
+    if (!spec.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID);
+    const json credential = spec.value("credential", json());
+    const json key = spec.value("key", json());
+    if (!credential.is_string() || !rules::is_credential_name(credential.get<std::string>())) {
+      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_NAME_INVALID);
+    }
+    const auto format = mode_field(spec.value("format", json()), "dotenv");
+    if (!format || (*format != "dotenv" && *format != "raw")) {
+      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FORMAT_INVALID);
+    }
+    if (*format == "dotenv") {
+      if (!key.is_string() || !rules::is_env_name(key.get<std::string>())) {
+        refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_INVALID);
+      }
+    } else if (!key.is_null()) {
+      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_UNEXPECTED);
+    }
+    result.push_back({env_name, credential.get<std::string>(), *format,
+                      key.is_string() ? key.get<std::string>() : std::string()});
+  }
+  std::sort(result.begin(), result.end(),
+            [](const auto& a, const auto& b) { return a.env_name < b.env_name; });
+  return result;
+}
+
+}  // namespace
+
+std::vector<fs::path> default_executable_roots() {
+  return {"/usr/bin",
+          "/usr/local/bin",
+          "/opt/aios/bin",
+          "/opt/hermes",
+          "/opt/openclaw",
+          "/opt/aios-hermes-agent",
+          "/opt/aios/openclaw-engineering"};
+}
+
+RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,
+                            const std::vector<fs::path>& executable_roots) {
+  const std::string runtime = rules::safe_runtime(json(runtime_name));
+  struct stat info {};
+  if (::lstat(profile_root.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
+  }
+  const auto read = files::read_file(profile_root / (runtime + ".json"), kMaxProfileBytes);
+  if (read.status != files::ReadStatus::ok) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
+  const json value = json::parse(read.content, nullptr, false);
+  if (!value.is_object() || value.value("schema", json()) != json(kProfileSchema)) {
+    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
+  }
+  if (rules::safe_runtime(value.value("runtime", json())) != runtime) {
+    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_RUNTIME_MISMATCH);
+  }
+  RuntimeProfile profile;
+  profile.runtime = runtime;
+  profile.argv = profile_argv(value.value("argv", json()), executable_roots);
+
+  const auto input = mode_field(value.value("input_mode", json()), "stdin_text");
+  const auto output = mode_field(value.value("output_mode", json()), "stdout_text");
+  if (input == "stdin_text") {
+    profile.input_mode = InputMode::stdin_text;
+  } else if (input == "stdin_json") {
+    profile.input_mode = InputMode::stdin_json;
+  } else if (input == "file_json") {
+    profile.input_mode = InputMode::file_json;
+  } else {
+    refuse(ErrorCode::EXTERNAL_AGENT_INPUT_MODE_INVALID);
+  }
+  if (output == "stdout_text") {
+    profile.output_mode = OutputMode::stdout_text;
+  } else if (output == "stdout_json") {
+    profile.output_mode = OutputMode::stdout_json;
+  } else if (output == "file_json") {
+    profile.output_mode = OutputMode::file_json;
+  } else {
+    refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_MODE_INVALID);
+  }
+
+  const auto timeout = integer_field(value.value("timeout_seconds", json()), 900);
+  const auto max_output = integer_field(value.value("max_output_bytes", json()),
+                                        static_cast<long long>(kMaxOutputBytes));
+  if (!timeout || *timeout < 1 || *timeout > 3600)
+    refuse(ErrorCode::EXTERNAL_AGENT_TIMEOUT_INVALID);
+  if (!max_output || *max_output < 1024 || *max_output > static_cast<long long>(kMaxOutputBytes)) {
+    refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID);
+  }
+  profile.timeout_seconds = static_cast<int>(*timeout);
+  profile.max_output_bytes = static_cast<std::size_t>(*max_output);
+  profile.environment = profile_environment(value.value("environment", json()));
+  profile.credential_env = profile_credentials(value.value("credential_env", json()));
+  return profile;
+}
+
+}  // namespace aios::executor

@@ -1,0 +1,223 @@
+// The poll loop around one child: feed stdin, drain stdout and stderr, watch the child through
+// a pidfd, and enforce the deadline on the whole process group.
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <system_error>
+
+#include "aios/process.hpp"
+#include "process/fd.hpp"
+#include "process/spawn.hpp"
+
+namespace aios::process {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::system_error os_error(const char* what) {
+  return {errno, std::generic_category(), what};
+}
+
+struct Pipe {
+  Fd read;
+  Fd write;
+};
+
+// Both ends close-on-exec (the child gets its ends through dup2); our end is non-blocking.
+Pipe make_pipe(bool parent_reads) {
+  int fds[2] = {-1, -1};
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw os_error("pipe2");
+  Pipe pipe{Fd(fds[0]), Fd(fds[1])};
+  const int ours = parent_reads ? fds[0] : fds[1];
+  if (::fcntl(ours, F_SETFL, O_NONBLOCK) != 0) throw os_error("fcntl");
+  return pipe;
+}
+
+// SIGPIPE from writing to a child that closed its stdin is directed at this thread: block it
+// here and consume it, so that neither the daemon nor a test binary dies of it.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+  }
+  ~SigpipeGuard() {
+    if (raised_) {
+      const timespec zero{};
+      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+  void raised() { raised_ = true; }
+
+ private:
+  sigset_t pipe_{};
+  sigset_t previous_{};
+  bool raised_ = false;
+};
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return -WTERMSIG(status);
+  return -1;
+}
+
+int reap(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return exit_code_of(status);
+}
+
+// Reads what is available; false at end of stream (or an error, which ends it too).
+bool drain(Fd& fd, const std::function<void(std::string_view)>& sink) {
+  std::array<char, 65536> buffer{};
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n > 0) {
+      if (sink) sink(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    fd.reset();
+    return false;
+  }
+}
+
+int poll_timeout_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return 0;
+  return static_cast<int>(std::min<long long>(left.count(), 60'000));
+}
+
+// The child as it runs: its descriptors and what is still owed to it.
+class Session {
+ public:
+  Session(const Spec& spec, SigpipeGuard& sigpipe) : spec_(spec), sigpipe_(sigpipe) {}
+
+  Outcome run() {
+    const auto started = Clock::now();
+    start();
+    const auto deadline = started + spec_.timeout;
+    Outcome outcome;
+    while (!exited_ || out_.valid() || err_.valid()) {
+      if (Clock::now() >= deadline) {
+        if (!exited_) {
+          kill_group();
+          outcome.timed_out = true;
+        }
+        break;
+      }
+      wait_once(deadline);
+    }
+    // Whether it finished or timed out, nothing of the child's group may keep running.
+    if (!exited_) kill_group();
+    outcome.exit_code = reap(pid_);
+    outcome.elapsed = Clock::now() - started;
+    return outcome;
+  }
+
+ private:
+  void start() {
+    Pipe in;
+    const bool feed = spec_.stdin_data.has_value();
+    if (feed) in = make_pipe(false);
+    Pipe out = make_pipe(true);
+    Pipe err = make_pipe(true);
+    pid_ = spawn(spec_.argv, spec_.environment, spec_.working_directory,
+                 {feed ? in.read.get() : -1, out.write.get(), err.write.get()});
+    // The syscall itself: glibc 2.36's <sys/pidfd.h> lacks C linkage for C++.
+    pidfd_ = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+    if (!pidfd_.valid()) {
+      const auto error = os_error("pidfd_open");
+      kill_group();
+      reap(pid_);
+      throw error;
+    }
+    in_ = std::move(in.write);
+    out_ = std::move(out.read);
+    err_ = std::move(err.read);
+    if (feed && spec_.stdin_data->empty()) in_.reset();
+    if (spec_.on_started) spec_.on_started(pid_);
+  }
+
+  void wait_once(Clock::time_point deadline) {
+    std::array<pollfd, 4> fds{};
+    nfds_t count = 0;
+    // Closed descriptors stay in their slot as -1, which poll() skips.
+    const auto add = [&](int fd, short events) {
+      fds[count] = {fd, events, 0};
+      ++count;
+    };
+    add(in_.get(), POLLOUT);
+    add(out_.get(), POLLIN);
+    add(err_.get(), POLLIN);
+    add(exited_ ? -1 : pidfd_.get(), POLLIN);
+    const int ready = ::poll(fds.data(), count, poll_timeout_ms(deadline));
+    if (ready < 0) {
+      if (errno == EINTR) return;
+      throw os_error("poll");
+    }
+    if (fds[0].revents != 0) feed_stdin();
+    if (fds[1].revents != 0) drain(out_, spec_.on_stdout);
+    if (fds[2].revents != 0) drain(err_, spec_.on_stderr);
+    if (fds[3].revents != 0) {
+      // The leader is now a zombie, so its group id cannot be reused yet: stop its helpers.
+      exited_ = true;
+      kill_group();
+      in_.reset();
+    }
+  }
+
+  void feed_stdin() {
+    const std::string& data = *spec_.stdin_data;
+    while (written_ < data.size()) {
+      const ssize_t n = ::write(in_.get(), data.data() + written_, data.size() - written_);
+      if (n > 0) {
+        written_ += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      // EPIPE: the child stopped reading; what it did not read is its own choice.
+      if (n < 0 && errno == EPIPE) sigpipe_.raised();
+      break;
+    }
+    in_.reset();
+  }
+
+  void kill_group() const { ::kill(-pid_, SIGKILL); }
+
+  const Spec& spec_;
+  SigpipeGuard& sigpipe_;
+  pid_t pid_ = -1;
+  Fd pidfd_;
+  Fd in_;
+  Fd out_;
+  Fd err_;
+  std::size_t written_ = 0;
+  bool exited_ = false;
+};
+
+}  // namespace
+
+Outcome run(const Spec& spec) {
+  SigpipeGuard sigpipe;
+  Session session(spec, sigpipe);
+  return session.run();
+}
+
+}  // namespace aios::process

