@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(
         Daemon{"aios-task-scheduler", "AIOS_AGENT_TASK_DB", "CONTROL_CREDENTIAL_UNAVAILABLE"},
         Daemon{"aios-agent-task-execution-rebind",
                "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID", "not part of this build"},
-        Daemon{"aios-external-agent-executor", "--profile-root", "not part of this build"},
+        Daemon{"aios-external-agent-executor", "--executable-root",
+               "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE"},
         Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",
                "not part of this build"}),
     [](const ::testing::TestParamInfo<Daemon>& param_info) {

@@ -59,6 +59,51 @@ TEST(Units, ExecutionRebindIsUnprivilegedAndOwnerCredentialBound) {
   EXPECT_EQ(unit.find("TOKEN="), std::string::npos);
 }
 
+// Given the executor unit, it should hold only the provider credential, never the control
+// plane's credentials or repositories, and reach no loopback service (seed:
+// test_external_executor_systemd_has_no_control_credentials_or_repository_access).
+TEST(Units, ExecutorHasNoControlCredentialsOrRepositoryAccess) {
+  const auto unit = read_file("deploy/systemd/aios-external-agent-executor.service");
+  ASSERT_FALSE(unit.empty());
+  for (const char* line :
+       {"User=aios-engineering-executor",
+        "LoadCredential=aios-external-agent-oneapi-env:/data/agent/secrets/oneapi-model-ready.env",
+        "InaccessiblePaths=/etc/aios-gitops", "InaccessiblePaths=/data/aios-gitops",
+        "InaccessiblePaths=/data/agent/secrets", "IPAddressDeny=127.0.0.0/8",
+        "IPAddressDeny=::1/128", "IPAddressAllow=172.18.0.2/32",
+        "ExecStart=/usr/bin/aios-external-agent-executor --root "
+        "/var/lib/aios-external-agent-executor "
+        "--profile-root /etc/aios/external-agent-runtime.d",
+        "NoNewPrivileges=true", "ProtectSystem=strict",
+        "ReadWritePaths=/var/lib/aios-external-agent-executor"}) {
+    EXPECT_TRUE(has_line(unit, line)) << line;
+  }
+  EXPECT_EQ(unit.find("LoadCredentialEncrypted"), std::string::npos);
+  EXPECT_EQ(unit.find("InaccessiblePaths=/run/credentials"), std::string::npos);
+  EXPECT_EQ(unit.find("agent_token"), std::string::npos);
+  EXPECT_EQ(unit.find("agent_task_control_token"), std::string::npos);
+}
+
+// Given the executor's tmpfiles entry, the exchange should be shared with the worker's group
+// only, and the start markers private to the executor.
+TEST(Units, ExecutorExchangeDirectories) {
+  const auto conf = "\n" + read_file("deploy/tmpfiles.d/aios-external-agent-runtime.conf");
+  for (const char* line :
+       {"d /var/lib/aios-external-agent-executor 2770 aios-engineering-executor "
+        "aios-executor-exchange -",
+        "d /var/lib/aios-external-agent-executor/requests 2770 aios-engineering-worker "
+        "aios-executor-exchange -",
+        "d /var/lib/aios-external-agent-executor/results 2770 aios-engineering-executor "
+        "aios-executor-exchange -",
+        "d /var/lib/aios-external-agent-executor/failed 2770 aios-engineering-executor "
+        "aios-executor-exchange -",
+        "d /var/lib/aios-external-agent-executor/started 0750 aios-engineering-executor "
+        "aios-executor-exchange -",
+        "d /etc/aios/external-agent-runtime.d 0755 root root -"}) {
+    EXPECT_TRUE(has_line(conf, line)) << line;
+  }
+}
+
 // Given the tmpfiles entry, the state directory should belong to the service user only.
 TEST(Units, TaskStateDirectoryIsPrivate) {
   const auto conf = read_file("deploy/tmpfiles.d/aios-agent-task.conf");
