@@ -1,0 +1,181 @@
+// External agent executor: pickup latency and whole overhead, each beside the bare-spawn floor
+// measured in the same run with the same child (/usr/bin/date +%s%N, which prints the moment it
+// started running):
+//   floor      posix_spawn of the child, read its stdout, waitpid: spawn-to-start, spawn-to-exit
+//   executor   a request renamed into requests/ of a serving executor (in process, concurrency
+//              1): rename-to-child-start (pickup) and rename-to-result-visible (end to end, with
+//              the durable start marker, the sealed result and both fsyncs)
+// Medians over many runs. Prints one JSON object; scripts/bench turns it into
+// docs/performance.md. Seconds, not assertions.
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aios/canonical.hpp"
+#include "aios/executor.hpp"
+#include "executor/watch.hpp"
+
+extern "C" {
+extern char** environ;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* const kChild = "/usr/bin/date";
+
+// Wall-clock nanoseconds, the clock the child reports with.
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double median_ms(std::vector<long long> ns) {
+  std::sort(ns.begin(), ns.end());
+  return static_cast<double>(ns[ns.size() / 2]) / 1e6;
+}
+
+fs::path temp_dir() {
+  std::string pattern = (fs::temp_directory_path() / "aios-bench-executor-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
+  return pattern;
+}
+
+struct Sample {
+  long long start_ns;  // until the child started
+  long long end_ns;    // until the outcome was visible
+};
+
+// The floor: what any launcher pays to start this child and collect its output.
+Sample bare_spawn() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  char arg0[] = "/usr/bin/date";
+  char arg1[] = "+%s%N";
+  char* argv[] = {arg0, arg1, nullptr};
+  const long long t0 = now_ns();
+  pid_t pid = -1;
+  if (posix_spawn(&pid, kChild, &actions, nullptr, argv, environ) != 0) {
+    throw std::runtime_error("posix_spawn");
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  std::string out;
+  char buffer[256];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) {
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const long long t1 = now_ns();
+  return {std::stoll(out) - t0, t1 - t0};
+}
+
+class ExecutorRig {
+ public:
+  explicit ExecutorRig(const fs::path& dir) : dir_(dir) {
+    fs::create_directories(dir_ / "profiles");
+    fs::create_directories(dir_ / "exchange");
+    fs::create_directories(dir_ / "tmp");
+    fs::create_directories(dir_ / "staging");
+    // The agent is the floor's child with the floor's argv; the prompt it gets on stdin is
+    // ignored.
+    std::ofstream(dir_ / "profiles" / "hermes.json") << json{
+        {"schema", aios::executor::kProfileSchema},
+        {"runtime", "hermes"},
+        {"argv", {kChild, "+%s%N"}},
+        {"input_mode", "stdin_text"},
+        {"output_mode", "stdout_text"}}.dump();
+
+    aios::executor::ServeOptions options;
+    options.root = dir_ / "exchange";
+    options.execute.profile_root = dir_ / "profiles";
+    options.execute.temporary_root = dir_ / "tmp";
+    server_ = std::make_unique<aios::executor::Server>(options);
+    thread_ = std::thread([this] { server_->run(); });
+    watch_.add(dir_ / "exchange" / "results", IN_MOVED_TO);
+  }
+  ~ExecutorRig() {
+    server_->stop();
+    thread_.join();
+  }
+
+  Sample run(int index) {
+    const std::string name = "bench-request-" + std::to_string(1000000 + index) + ".json";
+    const json request = {{"schema", aios::executor::kRequestSchema},
+                          {"request_id", name.substr(0, name.size() - 5)},
+                          {"runtime", "hermes"},
+                          {"task_id", "task-bench"},
+                          {"execution_digest", std::string(64, 'd')},
+                          {"payload", {{"goal", "Print the time."}}}};
+    const fs::path staged = dir_ / "staging" / name;
+    std::ofstream(staged) << aios::canonical_json(request);
+    const fs::path result = dir_ / "exchange" / "results" / name;
+    const long long t0 = now_ns();
+    fs::rename(staged, dir_ / "exchange" / "requests" / name);
+    while (!fs::exists(result)) {
+      bool woken = false;
+      watch_.wait(std::chrono::seconds(10), -1, woken);
+    }
+    const long long t1 = now_ns();
+    const auto value = json::parse(std::ifstream(result));
+    return {std::stoll(value["output_text"].get<std::string>()) - t0, t1 - t0};
+  }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<aios::executor::Server> server_;
+  std::thread thread_;
+  aios::executor::DirectoryWatch watch_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --smoke: a few runs, so CI keeps the driver working without measuring anything.
+  const bool smoke = argc > 1 && std::string(argv[1]) == "--smoke";
+  const int runs = smoke ? 3 : 300;
+  const fs::path dir = temp_dir();
+  std::vector<long long> floor_start, floor_end, pickup, end_to_end;
+  {
+    ExecutorRig rig(dir);
+    // Interleaved, so that both see the same machine load.
+    for (int i = 0; i < runs; ++i) {
+      const auto bare = bare_spawn();
+      floor_start.push_back(bare.start_ns);
+      floor_end.push_back(bare.end_ns);
+      const auto served = rig.run(i);
+      pickup.push_back(served.start_ns);
+      end_to_end.push_back(served.end_ns);
+    }
+  }
+  fs::remove_all(dir);
+  const json report = {{"runs", runs},
+                       {"child", std::string(kChild) + " +%s%N"},
+                       {"floor_spawn_to_start_ms", median_ms(floor_start)},
+                       {"floor_spawn_to_exit_ms", median_ms(floor_end)},
+                       {"executor_pickup_ms", median_ms(pickup)},
+                       {"executor_end_to_end_ms", median_ms(end_to_end)}};
+  std::cout << report.dump(2) << "\n";
+  return 0;
+}
