@@ -31,7 +31,8 @@ Error recorded_failure(const fs::path& path) {
 }
 
 json validated_result(const fs::path& path, const json& request, const std::string& request_sha) {
-  const auto read = files::read_file(path, 4 * kMaxRequestBytes);
+  // Output text and JSON are each at most 128 KiB, but JSON escapes can grow them sixfold.
+  const auto read = files::read_file(path, 16 * kMaxRequestBytes);
   json value = read.status == files::ReadStatus::ok ? json::parse(read.content, nullptr, false)
                                                     : json(json::value_t::discarded);
   if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_INVALID);

@@ -137,6 +137,18 @@ TEST_F(ExchangeTest, ReportsRecordedFailures) {
   EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_PROCESS_FAILED");
 }
 
+// Given a failure file without a code of ours (or unreadable), the exchange should say the
+// executor failed rather than invent a code.
+TEST_F(ExchangeTest, UnknownRecordedFailuresAreExecutorFailed) {
+  std::filesystem::create_directories(root() / "failed");
+  const auto failed = root() / "failed" / "external-hermes-0123456789abcdef.json";
+  for (const char* content : {"{\"error\": \"SOMETHING_ELSE\"}", "{}", "not json"}) {
+    write_text_file(failed, content);
+    EXPECT_EQ(code_of([&] { exchange_.execute(call()); }), "EXTERNAL_AGENT_EXECUTOR_FAILED")
+        << content;
+  }
+}
+
 // Given no executor, the exchange should give up at its timeout, leaving the request queued.
 TEST_F(ExchangeTest, TimesOutWithoutAnExecutor) {
   auto quick = call();

@@ -4,6 +4,7 @@
 
 #include "aios/canonical.hpp"
 #include "executor/fixture.hpp"
+#include "support/code_of.hpp"
 
 namespace aios::executor::test {
 namespace {
@@ -301,6 +302,19 @@ TEST_F(ExecutorTest, FileModesRequireTheirPlaceholders) {
   profile["output_mode"] = "file_json";
   EXPECT_EQ(failure(profile, request_value("hermes")),
             "EXTERNAL_AGENT_OUTPUT_PLACEHOLDER_REQUIRED");
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+// Given a result path that cannot be written, the run should fail with its own code and leave
+// no temporary file behind.
+TEST_F(ExecutorTest, UnwritableResultIsResultWriteFailed) {
+  write_profile("hermes", python_profile("hermes", write_script("ok.py", "print('{}')\n")));
+  write_request(request_value("hermes"));
+  write_text_file(dir_ / "not-a-directory", "");
+  EXPECT_EQ(aios::test::code_of([&] {
+              execute_request(request_path(), dir_ / "not-a-directory" / "result.json", options_);
+            }),
+            "EXTERNAL_AGENT_RESULT_WRITE_FAILED");
   EXPECT_TRUE(temporary_root_is_empty());
 }
 

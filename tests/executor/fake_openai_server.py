@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fake OpenAI-compatible model server (stdlib only) for offline CLI tests.
 
-From ../shared/realcli/ (the proven recipes), plus: the Authorization header is logged as
+Adapted from the proven real-CLI recipes, plus: the Authorization header is logged as
 its SHA-256 (authorization-sha256) and a JSON ready line goes to stderr.
 
 Endpoints:
