@@ -198,28 +198,37 @@ void Server::run() {
   }
   log::info("EXTERNAL_AGENT_EXECUTOR_SERVING",
             {{"root", state.options.root.string()}, {"concurrency", runners.size()}});
-  state.scan();
-  for (;;) {
-    bool woken = false;
-    const auto events = state.watch.wait(std::chrono::minutes(1), state.wake.get(), woken);
-    if (woken) break;
-    for (const auto& event : events) {
-      if ((event.mask & IN_Q_OVERFLOW) != 0) {
-        state.scan();
-      } else if ((event.mask & IN_CREATE) == 0 ||
-                 !files::is_regular_file(state.requests / event.name)) {
-        // A regular file is taken when it is closed or renamed in, never half-written; what
-        // is created as anything else (a symlink) is refused at once.
-        state.consider(event.name);
+  // Whatever ends the loop (stop() or an error), running requests finish before we return.
+  const auto drain = [&] {
+    {
+      const std::lock_guard lock(state.mutex);
+      state.stopping = true;
+    }
+    state.ready.notify_all();
+    for (auto& runner : runners) runner.join();
+  };
+  try {
+    state.scan();
+    for (;;) {
+      bool woken = false;
+      const auto events = state.watch.wait(std::chrono::minutes(1), state.wake.get(), woken);
+      if (woken) break;
+      for (const auto& event : events) {
+        if ((event.mask & IN_Q_OVERFLOW) != 0) {
+          state.scan();
+        } else if ((event.mask & IN_CREATE) == 0 ||
+                   !files::is_regular_file(state.requests / event.name)) {
+          // A regular file is taken when it is closed or renamed in, never half-written; what
+          // is created as anything else (a symlink) is refused at once.
+          state.consider(event.name);
+        }
       }
     }
+  } catch (...) {
+    drain();
+    throw;
   }
-  {
-    const std::lock_guard lock(state.mutex);
-    state.stopping = true;
-  }
-  state.ready.notify_all();
-  for (auto& runner : runners) runner.join();
+  drain();
   log::info("EXTERNAL_AGENT_EXECUTOR_STOPPED", {{"completed", state.completed.load()}});
 }
 
