@@ -145,6 +145,15 @@ class SeedDbTest : public ::testing::Test {
     db_ = std::make_unique<Database>(DatabaseOptions{.path = path(), .migrate = false});
   }
 
+  // Closes the database, deletes it and makes a new one, for table tests.
+  void remake_db(const SeedTask& task = {}) {
+    db_.reset();
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::filesystem::remove(path().string() + suffix);
+    }
+    make_db(task);
+  }
+
   std::filesystem::path path() const { return dir_ / "state.sqlite3"; }
 
   ExecutionRebindStore store(ExecutionResolver resolver = seed_resolver) {

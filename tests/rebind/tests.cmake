@@ -3,5 +3,10 @@
 # rebind_integration_tests start the real aios-agent-task-execution-rebind next to the real
 # aios-task-scheduler (the database, the tasks and the Bridge) over HTTP.
 aios_test(rebind_tests
-  rebind/seed_port_test.cpp)
+  rebind/seed_port_test.cpp
+  rebind/request_test.cpp
+  rebind/store_test.cpp
+  rebind/bridge_resolver_test.cpp
+  rebind/router_test.cpp
+  rebind/task_plane_test.cpp)
 target_link_libraries(rebind_tests PRIVATE SQLiteCpp)
