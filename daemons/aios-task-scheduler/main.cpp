@@ -1,13 +1,15 @@
-// aios-task-scheduler: the Task API (leases, fleet scheduling) and, later, the governed Bridge.
+// aios-task-scheduler: the Task API (leases, fleet scheduling) and the governed Bridge.
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../common/daemon_cli.hpp"
 #include "../common/signals.hpp"
+#include "aios/bridge.hpp"
 #include "aios/fleet.hpp"
 #include "aios/http.hpp"
 #include "aios/log.hpp"
@@ -61,8 +63,10 @@ class LeaseSweeper {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "The AIOS task scheduler: serves the Task API (tasks, leases, fleet scheduling)\n"
-      "on loopback over an embedded SQLite database (WAL, synchronous=FULL).\n"
+      "The AIOS task scheduler: serves the Task API (tasks, leases, fleet scheduling) and\n"
+      "the governed Bridge (plans, execution envelopes, writer leases, governed commits into\n"
+      "the authority repository) on loopback over an embedded SQLite database\n"
+      "(WAL, synchronous=FULL).\n"
       "Each option also reads the environment variable shown.",
       "aios-task-scheduler"};
   aios::daemon::add_version_flag(app);
@@ -85,12 +89,20 @@ int main(int argc, char** argv) {
       ->envname("AIOS_AGENT_TASK_API_HOST");
   app.add_option("--api-port", api_port, "Task API port (0: any free port)")
       ->envname("AIOS_AGENT_TASK_API_PORT");
-  app.add_option("--bridge-host", bridge_host, "Bridge address (not served by this build)")
+  app.add_option("--bridge-host", bridge_host, "Governed Bridge address (loopback)")
       ->envname("AIOS_GOVERNED_WRITE_API_HOST");
-  app.add_option("--bridge-port", bridge_port, "Bridge port (not served by this build)")
+  app.add_option("--bridge-port", bridge_port, "Governed Bridge port (0: any free port)")
       ->envname("AIOS_GOVERNED_WRITE_API_PORT");
-  app.add_option("--authority-git-dir", authority, "Authority bare repository")
+  app.add_option("--authority-git-dir", authority,
+                 "Authority bare repository; only this daemon writes it")
       ->envname("AIOS_AUTHORITY_GIT_DIR");
+  const auto default_executables = aios::BridgeOptions{}.verification_executables;
+  std::vector<std::string> verification_executables(default_executables.begin(),
+                                                    default_executables.end());
+  app.add_option("--verification-executables", verification_executables,
+                 "Absolute executables a plan's verification commands may start")
+      ->envname("AIOS_VERIFICATION_EXECUTABLES")
+      ->delimiter(',');
   app.add_option("--lease-seconds", lease_seconds, "Task lease length")
       ->envname("AIOS_TASK_LEASE_SECONDS")
       ->check(CLI::Range(1, 86400));
@@ -121,16 +133,34 @@ int main(int argc, char** argv) {
     };
     aios::http::Server server(
         options, [&api](const aios::http::Request& request) { return api.handle(request); });
+    aios::Bridge bridge(db, plane, clock, token,
+                        {.authority_git_dir = authority,
+                         .verification_executables = {verification_executables.begin(),
+                                                      verification_executables.end()}});
+    aios::http::ServerOptions bridge_options = options;
+    bridge_options.host = bridge_host;
+    bridge_options.port = bridge_port;
+    // A plan carries whole files; the envelope's own limit (16 MiB canonical) is the bound.
+    bridge_options.max_body_bytes = 17 * 1024 * 1024;
+    aios::http::Server bridge_server(bridge_options, [&bridge](const aios::http::Request& request) {
+      return bridge.handle(request);
+    });
     server.start();
+    bridge_server.start();
     const LeaseSweeper sweeper(plane, metrics, std::chrono::milliseconds(sweep_ms));
+    // One ready line carries both ports, so a supervisor or a test waits for one event.
     aios::log::info("TASK_API_LISTENING", {{"host", api_host},
                                            {"port", server.port()},
+                                           {"bridge_host", bridge_host},
+                                           {"bridge_port", bridge_server.port()},
+                                           {"authority_git_dir", authority},
                                            {"db", db_path},
                                            {"schema_version", db.schema_version()},
                                            {"version", aios::kVersion}});
     const int signal = signals.wait();
     aios::log::info("SHUTDOWN_REQUESTED", {{"signal", signal}, {"in_flight", server.in_flight()}});
     server.stop();
+    bridge_server.stop();
     aios::log::info("STOPPED");
     return 0;
   } catch (const aios::Error& error) {

@@ -92,6 +92,30 @@ store::TaskRow load_existing_task(SQLite::Database& db, const std::string& task_
 bool worker_belongs_to(SQLite::Database& db, const std::string& worker_id,
                        const std::string& agent_id);
 
+// The body's lease_token, or LEASE_INVALID.
+std::string lease_token_of(const nlohmann::json& body);
+
+// The lease token fences every side effect: only the current holder of a live lease, through
+// a worker of its own agent, may act on a claimed task. TASK_NOT_CLAIMED, LEASE_INVALID or
+// LEASE_EXPIRED.
+void check_lease(SQLite::Database& db, const store::TaskRow& row, const Agent& agent,
+                 const std::string& token, TimePoint now);
+
+// What an agent shows to act for one attempt: its lease token, the attempt and the envelope
+// digest it works on. Parsed from the body's lease_token, attempt and execution_digest
+// (LEASE_INVALID, ATTEMPT_INVALID, EXECUTION_DIGEST_INVALID).
+struct LeaseProof {
+  std::string token;
+  std::int64_t attempt = 0;
+  std::string execution_digest;
+};
+LeaseProof lease_proof_of(const nlohmann::json& body);
+
+// check_lease, then the attempt (ATTEMPT_STALE) and the digest against `current_digest`
+// (TASK_EXECUTION_DIGEST_MISMATCH): a stale attempt can neither submit nor commit.
+void check_attempt(SQLite::Database& db, const store::TaskRow& row, const Agent& agent,
+                   const LeaseProof& proof, TimePoint now, const std::string& current_digest);
+
 // The task's current execution envelope, from metadata_json (authoritative: the rebind service
 // rewrites it).
 nlohmann::json execution_of(const store::TaskRow& row);

@@ -17,33 +17,12 @@ bool is_terminal(const std::string& status) {
   return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
 }
 
-std::string lease_token_of(const nlohmann::json& body) {
-  const auto& token = envelope::get_or(body, "lease_token", kNull);
-  if (!token.is_string() || token.get_ref<const std::string&>().empty()) {
-    fail(ErrorCode::LEASE_INVALID);
-  }
-  return token;
-}
-
 std::string reason_of(const nlohmann::json& body) {
   const auto& reason = envelope::get_or(body, "reason", kEmptyText);
   if (!reason.is_string() || count_code_points(reason.get_ref<const std::string&>()) > 512) {
     fail(ErrorCode::REASON_INVALID);
   }
   return reason;
-}
-
-// The lease token fences every side effect: only the current holder of a live lease, through
-// a worker of its own agent, may act on a claimed task.
-void check_lease(SQLite::Database& db, const store::TaskRow& row, const Agent& agent,
-                 const std::string& token, TimePoint now) {
-  if (row.status != "CLAIMED") fail(ErrorCode::TASK_NOT_CLAIMED);
-  if (!fleet::worker_belongs_to(db, row.claimed_by, agent.agent_id) ||
-      !constant_time_equal(sha256_hex(token), row.lease_token_hash)) {
-    fail(ErrorCode::LEASE_INVALID);
-  }
-  const auto expires = parse_iso8601(row.lease_expires_at);
-  if (!expires || *expires <= now) fail(ErrorCode::LEASE_EXPIRED);
 }
 
 // Back to the queue, or FAILED when no attempt is left; the lease and claimant are cleared.
@@ -80,10 +59,54 @@ void quarantine_task_for_worker(SQLite::Database& db, const store::TaskRow& row,
 
 }  // namespace
 
+namespace fleet {
+
+std::string lease_token_of(const nlohmann::json& body) {
+  const auto& token = envelope::get_or(body, "lease_token", kNull);
+  if (!token.is_string() || token.get_ref<const std::string&>().empty()) {
+    fail(ErrorCode::LEASE_INVALID);
+  }
+  return token;
+}
+
+// The lease token fences every side effect: only the current holder of a live lease, through
+// a worker of its own agent, may act on a claimed task.
+void check_lease(SQLite::Database& db, const store::TaskRow& row, const Agent& agent,
+                 const std::string& token, TimePoint now) {
+  if (row.status != "CLAIMED") fail(ErrorCode::TASK_NOT_CLAIMED);
+  if (!fleet::worker_belongs_to(db, row.claimed_by, agent.agent_id) ||
+      !constant_time_equal(sha256_hex(token), row.lease_token_hash)) {
+    fail(ErrorCode::LEASE_INVALID);
+  }
+  const auto expires = parse_iso8601(row.lease_expires_at);
+  if (!expires || *expires <= now) fail(ErrorCode::LEASE_EXPIRED);
+}
+
+LeaseProof lease_proof_of(const nlohmann::json& body) {
+  LeaseProof proof;
+  proof.token = lease_token_of(body);
+  proof.attempt = envelope::require_int(body["attempt"], 1, INT64_MAX, ErrorCode::ATTEMPT_INVALID);
+  const auto& digest_value = body["execution_digest"];
+  if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
+    fail(ErrorCode::EXECUTION_DIGEST_INVALID);
+  }
+  proof.execution_digest = digest_value;
+  return proof;
+}
+
+void check_attempt(SQLite::Database& db, const store::TaskRow& row, const Agent& agent,
+                   const LeaseProof& proof, TimePoint now, const std::string& current_digest) {
+  check_lease(db, row, agent, proof.token, now);
+  if (proof.attempt != row.attempt) fail(ErrorCode::ATTEMPT_STALE);
+  if (proof.execution_digest != current_digest) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
+}
+
+}  // namespace fleet
+
 nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_id,
                                     const nlohmann::json& body) {
   envelope::require_known_keys(body, {"lease_token", "stage"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = lease_token_of(body);
+  const std::string token = fleet::lease_token_of(body);
   const auto& stage = envelope::get_or(body, "stage", kEmptyText);
   if (!stage.is_string() || stage.get_ref<const std::string&>().size() > 64) {
     fail(ErrorCode::STAGE_INVALID);
@@ -93,7 +116,7 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
   nlohmann::json response;
   db_.write([&](SQLite::Database& db) {
     auto row = fleet::load_existing_task(db, task_id);
-    check_lease(db, row, agent, token, now);
+    fleet::check_lease(db, row, agent, token, now);
     // A heartbeat extends the lease; it is not a lifecycle transition, so the revision stays.
     row.lease_expires_at = format_iso8601(expires);
     if (!store::update_task(db, row, row.revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
@@ -120,13 +143,8 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   envelope::require_exact_keys(
       body, {"lease_token", "attempt", "execution_digest", "idempotency_key", "result"},
       ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = lease_token_of(body);
-  const auto attempt =
-      envelope::require_int(body["attempt"], 1, INT64_MAX, ErrorCode::ATTEMPT_INVALID);
-  const auto& digest_value = body["execution_digest"];
-  if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
-    fail(ErrorCode::EXECUTION_DIGEST_INVALID);
-  }
+  const auto proof = fleet::lease_proof_of(body);
+  const auto attempt = proof.attempt;
   const auto& key = body["idempotency_key"];
   if (!key.is_string() || !envelope::is_idempotency_key(key.get_ref<const std::string&>())) {
     fail(ErrorCode::IDEMPOTENCY_KEY_INVALID);
@@ -163,11 +181,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
       return;
     }
     auto row = fleet::load_existing_task(db, task_id);
-    check_lease(db, row, agent, token, now);
-    if (attempt != row.attempt) fail(ErrorCode::ATTEMPT_STALE);
-    if (facts_->get(row).execution_digest != body["execution_digest"]) {
-      fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
-    }
+    fleet::check_attempt(db, row, agent, proof, now, facts_->get(row).execution_digest);
     const std::string worker_id = row.claimed_by;
     const std::string claim_id = row.claim_id;
     row.status = "VERIFYING";
@@ -208,7 +222,7 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
                                   const nlohmann::json& body) {
   envelope::require_known_keys(body, {"lease_token", "failure_class", "reason"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = lease_token_of(body);
+  const std::string token = fleet::lease_token_of(body);
   const auto& failure_class = envelope::get_or(body, "failure_class", kNull);
   if (!failure_class.is_string() ||
       !envelope::is_identifier(failure_class.get_ref<const std::string&>(), "_", 2, 63)) {
@@ -220,7 +234,7 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
   nlohmann::json view;
   db_.write([&](SQLite::Database& db) {
     auto row = fleet::load_existing_task(db, task_id);
-    check_lease(db, row, agent, token, now);
+    fleet::check_lease(db, row, agent, token, now);
     const double now_s = to_epoch_seconds(now);
     const std::string worker_id = row.claimed_by;
     fleet::end_claim(db, row.claim_id, "RELEASED", now_iso);

@@ -14,7 +14,7 @@ struct Migration {
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 1> kMigrations = {{
+inline constexpr std::array<Migration, 2> kMigrations = {{
     {1, R"sql(
 CREATE TABLE IF NOT EXISTS tasks(
   task_id TEXT PRIMARY KEY,
@@ -148,6 +148,43 @@ CREATE TABLE IF NOT EXISTS task_execution_rebinds(
   reason TEXT NOT NULL,
   created_at TEXT NOT NULL,
   PRIMARY KEY(task_id,idempotency_key)
+);
+)sql"},
+    // The governed Bridge: deterministic plans, writer leases (live while the task lease that
+    // took them is), and governed commits (PENDING before the ref moves, so a crash between
+    // the ref update and the receipt is recovered from the ref, never re-decided).
+    {2, R"sql(
+CREATE TABLE bridge_plans(
+  task_id TEXT PRIMARY KEY,
+  plan_sha256 TEXT NOT NULL,
+  plan_json TEXT NOT NULL,
+  execution_digest TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE bridge_writer_leases(
+  writer_lease_id TEXT PRIMARY KEY,
+  target_branch TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  claim_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  execution_digest TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  ended_at TEXT
+);
+CREATE INDEX bridge_writer_leases_open ON bridge_writer_leases(target_branch)
+  WHERE ended_at IS NULL;
+CREATE TABLE bridge_commits(
+  commit_idempotency_key TEXT PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  execution_digest TEXT NOT NULL,
+  target_branch TEXT NOT NULL,
+  old_oid TEXT,
+  commit_oid TEXT NOT NULL,
+  state TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  applied_at TEXT
 );
 )sql"},
 }};

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "fleet/fleet_fixture.hpp"
+#include "store/schema.sql.hpp"
 
 namespace aios::fleet_test {
 namespace {
+
+constexpr int kLatestSchema = static_cast<int>(store::kMigrations.size());
 
 using Rows = std::vector<std::vector<std::string>>;
 
@@ -71,7 +74,7 @@ TEST_F(StoreTest, MigrationsAreIdempotent) {
   // stay at schema version 1 with one schema_migrations row, and keep the data.
   {
     Database first(DatabaseOptions{.path = path()});
-    EXPECT_EQ(first.schema_version(), 1);
+    EXPECT_EQ(first.schema_version(), kLatestSchema);
     first.write([](SQLite::Database& db) {
       db.exec("INSERT INTO task_events(task_id,event_type) VALUES ('t-1','MARK')");
     });
@@ -79,9 +82,9 @@ TEST_F(StoreTest, MigrationsAreIdempotent) {
   Database second(DatabaseOptions{.path = path()});
   Database third(DatabaseOptions{.path = path()});
 
-  EXPECT_EQ(second.schema_version(), 1);
-  EXPECT_EQ(third.schema_version(), 1);
-  EXPECT_EQ(count(third, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(second.schema_version(), kLatestSchema);
+  EXPECT_EQ(third.schema_version(), kLatestSchema);
+  EXPECT_EQ(count(third, "SELECT COUNT(*) FROM schema_migrations"), kLatestSchema);
   EXPECT_EQ(count(third, "SELECT COUNT(*) FROM task_events"), 1);
 }
 
@@ -224,7 +227,7 @@ TEST_F(StoreTest, SeedMinimalSchemaIsMigratedInPlace) {
 
   Database db(DatabaseOptions{.path = path()});
 
-  EXPECT_EQ(db.schema_version(), 1);
+  EXPECT_EQ(db.schema_version(), kLatestSchema);
   std::set<std::string> columns;
   std::set<std::string> tables;
   std::optional<store::TaskRow> row;
@@ -283,7 +286,7 @@ TEST_F(StoreTest, SeedMinimalSchemaIsMigratedInPlace) {
 
   // Reopening the migrated file migrates nothing more.
   Database again(DatabaseOptions{.path = path()});
-  EXPECT_EQ(again.schema_version(), 1);
+  EXPECT_EQ(again.schema_version(), kLatestSchema);
 }
 
 TEST_F(StoreTest, SeedRebindCasStillAppliesAfterMigration) {

@@ -444,6 +444,9 @@ inline std::filesystem::path scheduler_binary() {
 struct SchedulerConfig {
   int lease_seconds = 60;
   int sweep_interval_ms = 100;
+  // The authority repository the Bridge writes; empty: authority.git in the daemon's directory
+  // (not created: a test that commits makes it, e.g. with `git init --bare`).
+  std::filesystem::path authority_git_dir;
   std::vector<std::string> extra_args;  // appended after the standard ones
   std::vector<std::string> env;         // NAME=value, see DaemonOptions::env
 };
@@ -457,6 +460,8 @@ class SchedulerDaemon {
       : dir_("aios-scheduler"),
         token_(write_token_file(dir_ / "control_token")),
         db_path_(dir_ / "state.sqlite3"),
+        authority_(config.authority_git_dir.empty() ? dir_ / "authority.git"
+                                                    : config.authority_git_dir),
         daemon_(make_options(config), dir_.path(), "aios-task-scheduler") {}
 
   std::uint16_t start() { return daemon_.start(); }
@@ -465,6 +470,12 @@ class SchedulerDaemon {
   std::uint16_t restart() { return daemon_.restart(); }
 
   std::uint16_t port() const { return daemon_.port(); }
+  // The governed Bridge's port of the current run (from the same ready line), 0 before start.
+  std::uint16_t bridge_port() {
+    const auto line = daemon_.find_event("TASK_API_LISTENING");
+    return line ? line->value("bridge_port", std::uint16_t{0}) : std::uint16_t{0};
+  }
+  const std::filesystem::path& authority_git_dir() const { return authority_; }
   const std::string& control_token() const { return token_; }
   const std::filesystem::path& db_path() const { return db_path_; }
   const ScopedTempDir& dir() const { return dir_; }
@@ -482,6 +493,10 @@ class SchedulerDaemon {
                     (dir_ / "control_token").string(),
                     "--api-port",
                     "0",
+                    "--bridge-port",
+                    "0",
+                    "--authority-git-dir",
+                    authority_.string(),
                     "--lease-seconds",
                     std::to_string(config.lease_seconds),
                     "--sweep-interval-ms",
@@ -494,6 +509,7 @@ class SchedulerDaemon {
   ScopedTempDir dir_;  // first: outlives the daemon and its log files
   std::string token_;
   std::filesystem::path db_path_;
+  std::filesystem::path authority_;
   Daemon daemon_;
 };
 

@@ -1,0 +1,73 @@
+#pragma once
+// The governed Bridge: the plan registry, canonical execution-envelope resolution, writer
+// leases and governed commits into the authority repository. Served by aios-task-scheduler on
+// its own port over the same database as the Task API; the scheduler is the only process that
+// writes the authority repository. docs/api.md ("Governed Bridge API") is the wire contract.
+//
+// Every call that changes state is one BEGIN IMMEDIATE transaction with its task_events row
+// (the audit trail); none of them changes a task's revision, so a worker's claim CAS is never
+// disturbed by a resolution or a commit. Thread-safe.
+
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "aios/fleet.hpp"
+#include "aios/http.hpp"
+#include "aios/store.hpp"
+#include "aios/sys.hpp"
+
+namespace aios {
+
+struct BridgeOptions {
+  std::filesystem::path authority_git_dir{"/data/aios-gitops/repo.git"};
+  // Absolute executables a plan's verification commands may start.
+  std::set<std::string> verification_executables{
+      "/usr/bin/python3", "/usr/bin/pytest", "/usr/bin/make", "/usr/bin/cmake",
+      "/usr/bin/ctest",   "/usr/bin/node",   "/usr/bin/npm",  "/usr/bin/true"};
+  std::string committer_name = "AIOS Governed Bridge";
+  std::string committer_email = "governed-bridge@aios.invalid";
+};
+
+class Bridge {
+ public:
+  // `control_token` is the owner's bearer token; agents authenticate through `plane`.
+  Bridge(Database& db, TaskPlane& plane, const Clock& clock, std::string control_token,
+         BridgeOptions options);
+
+  // The request handler for http::Server.
+  http::Response handle(const http::Request& request);
+
+  // Owner: {task_id, change_set, verification[, governance][, capability_scope]} registers the
+  // task's deterministic plan. {201 new | 200 same plan again, plan view}.
+  std::pair<int, nlohmann::json> register_plan(const nlohmann::json& body);
+
+  // Owner (agent == nullptr) or agent: {task_id, required_capabilities[, execution]} -> the
+  // canonical envelope for the task's binding.
+  nlohmann::json resolve_envelope(const nlohmann::json& body, const Agent* agent);
+
+  // Agent holding the task lease: {task_id, lease_token, attempt, execution_digest} -> the
+  // writer lease of the envelope's target branch. {201 new | 200 this attempt's lease again}.
+  std::pair<int, nlohmann::json> acquire_writer_lease(const Agent& agent,
+                                                      const nlohmann::json& body);
+
+  // Agent holding the writer lease: {task_id, writer_lease_id, lease_token, attempt,
+  // execution_digest} -> the commit of the envelope's change set on its target branch.
+  // {201 applied | 200 replay of the same commit key, commit view}.
+  std::pair<int, nlohmann::json> governed_commit(const Agent& agent, const nlohmann::json& body);
+
+ private:
+  http::Response route(const http::Request& request);
+
+  Database& db_;
+  TaskPlane& plane_;
+  const Clock& clock_;
+  std::string control_token_;
+  BridgeOptions options_;
+  std::mutex commit_mutex_;  // one writer of the authority repository at a time
+};
+
+}  // namespace aios

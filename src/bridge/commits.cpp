@@ -1,0 +1,203 @@
+// Governed commits: the scheduler applies the envelope's change set to the target branch of
+// the authority repository, fenced by the task lease and the writer lease, compare-and-swap on
+// the branch, idempotent by the envelope's commit key.
+//
+// The receipt is written PENDING (with the commit id) before the ref moves and APPLIED after,
+// so after a crash between the two the ref itself says what happened: at the commit, it is
+// finished; at the old value, the same commit object is put in place; elsewhere, refused.
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "aios/bridge.hpp"
+#include "aios/git.hpp"
+#include "aios/log.hpp"
+#include "bridge/internal.hpp"
+#include "envelope/fields.hpp"
+#include "fleet/internal.hpp"
+
+namespace aios {
+namespace {
+
+using envelope::fail;
+
+struct Receipt {
+  std::string task_id;
+  std::string execution_digest;
+  std::optional<std::string> old_oid;
+  std::string commit_oid;
+  std::string state;
+};
+
+std::optional<Receipt> load_receipt(SQLite::Database& db, const std::string& key) {
+  SQLite::Statement query(db,
+                          "SELECT task_id, execution_digest, old_oid, commit_oid, state FROM "
+                          "bridge_commits WHERE commit_idempotency_key=?");
+  query.bind(1, key);
+  if (!query.executeStep()) return std::nullopt;
+  Receipt receipt{query.getColumn(0).getString(), query.getColumn(1).getString(), std::nullopt,
+                  query.getColumn(3).getString(), query.getColumn(4).getString()};
+  if (!query.getColumn(2).isNull()) receipt.old_oid = query.getColumn(2).getString();
+  return receipt;
+}
+
+std::vector<git::FileChange> changes_of(const nlohmann::json& envelope) {
+  std::vector<git::FileChange> changes;
+  for (const auto& change : envelope["change_set"]) {
+    const bool remove = change["operation"] == "delete_file";
+    changes.push_back(
+        {change["path"], remove, remove ? std::string() : change["content"].get<std::string>()});
+  }
+  return changes;
+}
+
+std::string message_of(const nlohmann::json& envelope, const std::string& key,
+                       std::int64_t attempt) {
+  return "aios: governed commit for " + envelope["task_id"].get<std::string>() +
+         "\n\nJob: " + envelope["job_id"].get<std::string>() +
+         "\nExecution-Digest: " + envelope["execution_digest"].get<std::string>() +
+         "\nCommit-Key: " + key + "\nAttempt: " + std::to_string(attempt) + "\n";
+}
+
+nlohmann::json view_of(const std::string& task_id, const nlohmann::json& envelope,
+                       const std::string& key, const Receipt& receipt, bool idempotent) {
+  return {{"task_id", task_id},
+          {"target_branch", envelope["target_branch"]},
+          {"commit_oid", receipt.commit_oid},
+          {"old_oid", receipt.old_oid ? nlohmann::json(*receipt.old_oid) : nlohmann::json()},
+          {"commit_idempotency_key", key},
+          {"execution_digest", receipt.execution_digest},
+          {"idempotent", idempotent}};
+}
+
+}  // namespace
+
+std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
+                                                       const nlohmann::json& body) {
+  envelope::require_exact_keys(
+      body, {"task_id", "writer_lease_id", "lease_token", "attempt", "execution_digest"},
+      ErrorCode::REQUEST_FIELDS_INVALID);
+  const std::string task_id = bridge::task_id_of(body);
+  const auto proof = fleet::lease_proof_of(body);
+  const auto& lease_value = body["writer_lease_id"];
+  if (!lease_value.is_string()) fail(ErrorCode::WRITER_LEASE_INVALID);
+  const std::string writer_lease_id = lease_value;
+
+  const std::lock_guard lock(commit_mutex_);
+  const auto now = clock_.now();
+  const std::string now_iso = format_iso8601(now);
+  // The fence, taken again in every transaction that records something: only the attempt that
+  // holds a live task lease and this writer lease may move the branch.
+  const auto fenced = [&](SQLite::Database& db) {
+    const auto row = fleet::load_existing_task(db, task_id);
+    auto envelope = fleet::execution_of(row);
+    fleet::check_attempt(db, row, agent, proof, now, envelope.value("execution_digest", ""));
+    bridge::check_writer_lease(db, row, writer_lease_id);
+    return envelope;
+  };
+  nlohmann::json envelope;
+  std::optional<Receipt> receipt;
+  db_.read([&](SQLite::Database& db) {
+    envelope = fenced(db);
+    receipt = load_receipt(db, envelope["governance"]["commit_idempotency_key"]);
+  });
+  const std::string key = envelope["governance"]["commit_idempotency_key"];
+  const std::string branch = envelope["target_branch"];
+  if (receipt &&
+      (receipt->task_id != task_id || receipt->execution_digest != proof.execution_digest)) {
+    fail(ErrorCode::COMMIT_IDEMPOTENCY_CONFLICT);
+  }
+  if (receipt && receipt->state == "APPLIED")
+    return {200, view_of(task_id, envelope, key, *receipt, true)};
+
+  git::Repository repo(options_.authority_git_dir);
+  const auto current = repo.branch_oid(branch);
+  const auto forget = [&](const char* why) {
+    db_.write([&](SQLite::Database& db) {
+      SQLite::Statement drop(db, "DELETE FROM bridge_commits WHERE commit_idempotency_key=?");
+      drop.bind(1, key);
+      drop.exec();
+      store::append_event(db, task_id, "BRIDGE_COMMIT_REFUSED", agent.agent_id,
+                          {{"target_branch", branch},
+                           {"reason", why},
+                           {"current_oid", current ? nlohmann::json(*current) : nlohmann::json()}},
+                          now_iso);
+    });
+  };
+  bool recovered = false;
+  if (receipt) {
+    // A PENDING receipt: an earlier request stopped between recording and finishing.
+    recovered = true;
+    if (current != receipt->commit_oid &&
+        (current != receipt->old_oid ||
+         !repo.update_branch(branch, receipt->commit_oid, receipt->old_oid,
+                             "aios: governed commit"))) {
+      forget("branch_moved");
+      fail(ErrorCode::GOVERNED_COMMIT_CAS_MISMATCH);
+    }
+  } else {
+    const std::string base = envelope["base_oid"];
+    std::string parent;
+    if (envelope["branch_mode"] == "CREATE_NEW") {
+      if (current && *current != base) fail(ErrorCode::GOVERNED_COMMIT_BRANCH_EXISTS);
+      parent = base;
+    } else {
+      if (!current || *current != envelope["expected_branch_oid"]) {
+        fail(ErrorCode::GOVERNED_COMMIT_CAS_MISMATCH);
+      }
+      parent = *current;
+    }
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    receipt = Receipt{
+        task_id, proof.execution_digest, current,
+        repo.build_commit(parent, changes_of(envelope), message_of(envelope, key, proof.attempt),
+                          {options_.committer_name, options_.committer_email,
+                           static_cast<std::int64_t>(seconds)}),
+        "PENDING"};
+    db_.write([&](SQLite::Database& db) {
+      fenced(db);
+      SQLite::Statement insert(db,
+                               "INSERT INTO bridge_commits(commit_idempotency_key,task_id,"
+                               "execution_digest,target_branch,old_oid,commit_oid,state,attempt,"
+                               "created_at) VALUES (?,?,?,?,?,?,'PENDING',?,?)");
+      insert.bind(1, key);
+      insert.bind(2, task_id);
+      insert.bind(3, proof.execution_digest);
+      insert.bind(4, branch);
+      if (current) insert.bind(5, *current);
+      insert.bind(6, receipt->commit_oid);
+      insert.bind(7, proof.attempt);
+      insert.bind(8, now_iso);
+      insert.exec();
+    });
+    if (!repo.update_branch(branch, receipt->commit_oid, current, "aios: governed commit")) {
+      forget("branch_moved");
+      fail(ErrorCode::GOVERNED_COMMIT_CAS_MISMATCH);
+    }
+  }
+  db_.write([&](SQLite::Database& db) {
+    SQLite::Statement applied(db,
+                              "UPDATE bridge_commits SET state='APPLIED', applied_at=? WHERE "
+                              "commit_idempotency_key=?");
+    applied.bind(1, now_iso);
+    applied.bind(2, key);
+    applied.exec();
+    store::append_event(db, task_id, "BRIDGE_COMMIT_APPLIED", agent.agent_id,
+                        {{"target_branch", branch},
+                         {"commit_oid", receipt->commit_oid},
+                         {"old_oid", current ? nlohmann::json(*current) : nlohmann::json()},
+                         {"commit_idempotency_key", key},
+                         {"attempt", proof.attempt},
+                         {"recovered", recovered}},
+                        now_iso);
+  });
+  log::info("GOVERNED_COMMIT_APPLIED",
+            {{"task_id", task_id}, {"target_branch", branch}, {"commit_oid", receipt->commit_oid}});
+  receipt->state = "APPLIED";
+  return {201, view_of(task_id, envelope, key, *receipt, false)};
+}
+
+}  // namespace aios

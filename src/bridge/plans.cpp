@@ -1,0 +1,129 @@
+// The plan registry: the owner's deterministic plan for a task, projected against the task's
+// binding so every rule of the envelope holds before anything is stored.
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "aios/bridge.hpp"
+#include "aios/canonical.hpp"
+#include "bridge/internal.hpp"
+#include "envelope/fields.hpp"
+#include "fleet/internal.hpp"
+
+namespace aios {
+namespace bridge {
+
+using envelope::fail;
+
+std::optional<Plan> load_plan(SQLite::Database& db, const std::string& task_id) {
+  SQLite::Statement query(
+      db, "SELECT plan_sha256, plan_json, execution_digest FROM bridge_plans WHERE task_id=?");
+  query.bind(1, task_id);
+  if (!query.executeStep()) return std::nullopt;
+  return Plan{query.getColumn(0).getString(), nlohmann::json::parse(query.getColumn(1).getString()),
+              query.getColumn(2).getString()};
+}
+
+GovernedBinding binding_of(const store::TaskRow& row) {
+  return GovernedBinding::from_mapping(fleet::execution_of(row));
+}
+
+void check_verification_allowed(const nlohmann::json& envelope,
+                                const std::set<std::string>& allowed) {
+  for (const auto& command : envelope.at("verification")) {
+    if (!allowed.contains(command.at("argv").at(0).get<std::string>())) {
+      fail(ErrorCode::VERIFICATION_EXECUTABLE_NOT_ALLOWED);
+    }
+  }
+}
+
+std::string task_id_of(const nlohmann::json& body) {
+  const auto it = body.find("task_id");
+  if (it == body.end()) fail(ErrorCode::REQUEST_FIELDS_INVALID);
+  if (!it->is_string() || !envelope::is_task_id(it->get_ref<const std::string&>())) {
+    fail(ErrorCode::TASK_NOT_FOUND);
+  }
+  return *it;
+}
+
+namespace {
+
+const nlohmann::json kEmptyList = nlohmann::json::array();
+const nlohmann::json kEmptyObject = nlohmann::json::object();
+
+// A plan that names no scope may do what the task requires plus the governed write.
+nlohmann::json default_scope(const store::TaskRow& row) {
+  auto scope = fleet::parse_column(row.required_capabilities_json, nlohmann::json::array());
+  scope.push_back("governed.write.branch");
+  scope.push_back("governed.write.file");
+  return scope;
+}
+
+bool is_terminal(const std::string& status) {
+  return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
+}
+
+}  // namespace
+}  // namespace bridge
+
+std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body) {
+  envelope::require_known_keys(
+      body, {"task_id", "change_set", "verification", "governance", "capability_scope"},
+      ErrorCode::REQUEST_FIELDS_INVALID);
+  const std::string task_id = bridge::task_id_of(body);
+  if (!body.contains("change_set")) envelope::fail(ErrorCode::REQUEST_FIELDS_INVALID);
+  const std::string now = format_iso8601(clock_.now());
+  int status = 201;
+  nlohmann::json response;
+  db_.write([&](SQLite::Database& db) {
+    const auto row = fleet::load_existing_task(db, task_id);
+    if (bridge::is_terminal(row.status)) envelope::fail(ErrorCode::TASK_TERMINAL);
+    const auto required = fleet::parse_column(row.required_capabilities_json, bridge::kEmptyList);
+    nlohmann::json request = {
+        {"action", "deterministic"},
+        {"adapter", "deterministic"},
+        {"capability_scope",
+         body.contains("capability_scope") ? body["capability_scope"] : bridge::default_scope(row)},
+        {"change_set", body["change_set"]},
+        {"verification", envelope::get_or(body, "verification", bridge::kEmptyList)},
+        {"governance", envelope::get_or(body, "governance", bridge::kEmptyObject)}};
+    const auto envelope = project_execution_envelope(bridge::binding_of(row), request, required);
+    bridge::check_verification_allowed(envelope, options_.verification_executables);
+    // Stored in projected form, so the same plan sent twice is recognised whatever its spelling.
+    request["capability_scope"] = envelope["capability_scope"];
+    request["governance"] = {
+        {"commit_idempotency_key", envelope["governance"]["commit_idempotency_key"]}};
+    const std::string plan_sha = digest(request);
+    const std::string& execution_digest =
+        envelope["execution_digest"].get_ref<const std::string&>();
+    response = {{"task_id", task_id},
+                {"plan_sha256", plan_sha},
+                {"execution_digest", execution_digest},
+                {"target_branch", envelope["target_branch"]},
+                {"commit_idempotency_key", envelope["governance"]["commit_idempotency_key"]},
+                {"changes", envelope["change_set"].size()},
+                {"idempotent", false}};
+    if (const auto existing = bridge::load_plan(db, task_id)) {
+      if (existing->plan_sha256 != plan_sha) envelope::fail(ErrorCode::EXECUTION_PLAN_CONFLICT);
+      status = 200;
+      response["idempotent"] = true;
+      return;
+    }
+    SQLite::Statement insert(db,
+                             "INSERT INTO bridge_plans(task_id,plan_sha256,plan_json,"
+                             "execution_digest,created_at) VALUES (?,?,?,?,?)");
+    insert.bind(1, task_id);
+    insert.bind(2, plan_sha);
+    insert.bind(3, canonical_json(request));
+    insert.bind(4, execution_digest);
+    insert.bind(5, now);
+    insert.exec();
+    store::append_event(db, task_id, "BRIDGE_PLAN_REGISTERED", bridge::kOwnerActor,
+                        {{"plan_sha256", plan_sha},
+                         {"execution_digest", execution_digest},
+                         {"changes", envelope["change_set"].size()},
+                         {"verification_commands", envelope["verification"].size()}},
+                        now);
+  });
+  return {status, response};
+}
+
+}  // namespace aios

@@ -1,0 +1,76 @@
+#include <optional>
+
+#include "aios/bridge.hpp"
+#include "aios/log.hpp"
+#include "envelope/fields.hpp"
+
+namespace aios {
+namespace {
+
+using envelope::fail;
+
+nlohmann::json body_of(const http::Request& request) {
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(request.body);
+  } catch (const nlohmann::json::parse_error&) {
+    fail(ErrorCode::REQUEST_INVALID);
+  }
+  if (!value.is_object()) fail(ErrorCode::REQUEST_INVALID);
+  return value;
+}
+
+http::Response reply(const std::pair<int, nlohmann::json>& result) {
+  return http::json_response(result.first, result.second);
+}
+
+}  // namespace
+
+Bridge::Bridge(Database& db, TaskPlane& plane, const Clock& clock, std::string control_token,
+               BridgeOptions options)
+    : db_(db),
+      plane_(plane),
+      clock_(clock),
+      control_token_(std::move(control_token)),
+      options_(std::move(options)) {}
+
+http::Response Bridge::handle(const http::Request& request) {
+  try {
+    return route(request);
+  } catch (const Error& error) {
+    if (error.http_status() >= 500) {
+      log::error("BRIDGE_REQUEST_FAILED",
+                 {{"path", request.path}, {"error", error.code()}, {"detail", error.detail()}});
+    }
+    return http::error_response(error);
+  }
+}
+
+http::Response Bridge::route(const http::Request& request) {
+  if (request.path == "/health" && request.method == "GET") {
+    return http::json_response(200, {{"status", "ok"}, {"service", "aios-governed-bridge"}});
+  }
+  static const std::set<std::string> kRoutes = {"/v2/plans", "/v2/execution-envelope",
+                                                "/v2/writer-leases", "/v2/governed-commits"};
+  if (!kRoutes.contains(request.path) || request.method != "POST") fail(ErrorCode::NOT_FOUND);
+
+  const bool owner = http::bearer_matches(request, control_token_);
+  std::optional<Agent> agent;
+  if (!owner) {
+    agent = plane_.authenticate_agent(request.bearer_token);
+    if (!agent) fail(ErrorCode::UNAUTHORIZED);
+  }
+  if (request.path == "/v2/plans") {
+    if (!owner) fail(ErrorCode::FORBIDDEN);
+    return reply(register_plan(body_of(request)));
+  }
+  if (request.path == "/v2/execution-envelope") {
+    return http::json_response(200, resolve_envelope(body_of(request), agent ? &*agent : nullptr));
+  }
+  if (!agent) fail(ErrorCode::FORBIDDEN);
+  if (request.path == "/v2/writer-leases")
+    return reply(acquire_writer_lease(*agent, body_of(request)));
+  return reply(governed_commit(*agent, body_of(request)));
+}
+
+}  // namespace aios
