@@ -39,7 +39,7 @@ inline constexpr std::size_t kMaxRequestBytes = 256 * 1024;
 inline constexpr std::size_t kMaxOutputBytes = 128 * 1024;
 inline constexpr std::size_t kMaxProfileBytes = 64 * 1024;
 inline constexpr std::size_t kMaxCredentialBytes = 64 * 1024;
-// Bytes of a profile environment value (the seed counts characters; see docs/executor.md).
+// Characters (code points) of a profile environment value, as the seed counts them.
 inline constexpr std::size_t kMaxProfileEnvironmentValue = 4096;
 
 inline const std::filesystem::path kDefaultProfileRoot = "/etc/aios/external-agent-runtime.d";

@@ -12,8 +12,6 @@
 // Thread-safe: any number of threads may run children at once. SIGPIPE from a child that stops
 // reading its stdin is blocked and consumed in the calling thread, so callers need not ignore it.
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -36,8 +34,6 @@ struct Spec {
   // Receive the child's output as it arrives, in order; each sink bounds what it keeps.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
-  // Called once with the child's pid right after it was spawned (for audit and benchmarks).
-  std::function<void(pid_t)> on_started;
 };
 
 struct Outcome {

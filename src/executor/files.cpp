@@ -31,6 +31,12 @@ void write_all(int fd, std::string_view content, const std::filesystem::path& pa
   }
 }
 
+// fsync of a directory, so that a rename or unlink in it survives a crash.
+void sync_directory(const std::filesystem::path& directory) {
+  const Fd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid() || ::fsync(fd.get()) != 0) throw os_error("fsync", directory);
+}
+
 }  // namespace
 
 ReadResult read_file(const std::filesystem::path& path, std::size_t max_bytes) {
@@ -77,11 +83,6 @@ bool is_regular_file(const std::filesystem::path& path) {
 bool exists(const std::filesystem::path& path) {
   struct stat info {};
   return ::lstat(path.c_str(), &info) == 0;
-}
-
-void sync_directory(const std::filesystem::path& directory) {
-  const Fd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid() || ::fsync(fd.get()) != 0) throw os_error("fsync", directory);
 }
 
 void write_atomic(const std::filesystem::path& path, std::string_view content) {

@@ -37,9 +37,6 @@ void write_atomic(const std::filesystem::path& path, std::string_view content);
 // Removes `path` (not following a symlink) and fsyncs its directory; a missing file is fine.
 void remove_durably(const std::filesystem::path& path);
 
-// fsync of a directory, so that a rename or unlink in it survives a crash.
-void sync_directory(const std::filesystem::path& directory);
-
 // mkdtemp("<parent>/<prefix>XXXXXX") (mode 0700), removed with its content on destruction.
 class PrivateDirectory {
  public:

@@ -72,7 +72,6 @@ void StreamCapture::finish() {
 
 void StreamCapture::emit(std::string_view translated) {
   if (translated.empty()) return;
-  total_ += translated.size();
   EVP_DigestUpdate(hash_->context, translated.data(), translated.size());
   const std::size_t to_head = std::min(translated.size(), keep_ - std::min(keep_, head_.size()));
   head_.append(translated.substr(0, to_head));

@@ -31,7 +31,6 @@ class StreamCapture {
 
   std::string text() const;
   std::string sha256() const;
-  std::size_t total_bytes() const { return total_; }
 
  private:
   void emit(std::string_view translated);
@@ -41,7 +40,6 @@ class StreamCapture {
   std::string tail_;
   bool dropped_ = false;
   bool pending_cr_ = false;
-  std::size_t total_ = 0;
   struct Hash;
   std::unique_ptr<Hash> hash_;
   std::string digest_;

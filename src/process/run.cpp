@@ -151,7 +151,6 @@ class Session {
     out_ = std::move(out.read);
     err_ = std::move(err.read);
     if (feed && spec_.stdin_data->empty()) in_.reset();
-    if (spec_.on_started) spec_.on_started(pid_);
   }
 
   void wait_once(Clock::time_point deadline) {
