@@ -41,7 +41,9 @@ int main(int argc, char** argv) {
       "($CREDENTIALS_DIRECTORY), never through a shell. With --request and --result it runs\n"
       "one request (exit 1 and the error code on stderr when it fails); otherwise it serves\n"
       "the exchange directory: requests/ in, results/ or failed/ out.\n"
-      "It refuses to start when its own environment holds secret-looking variables.",
+      "It refuses to start when its own environment holds secret-looking variables.\n"
+      "Environment: CREDENTIALS_DIRECTORY (systemd LoadCredential=) holds the provider\n"
+      "credentials the profiles name; TMPDIR is where per-request private directories go.",
       "aios-external-agent-executor"};
   aios::daemon::add_version_flag(app);
   namespace executor = aios::executor;
@@ -51,19 +53,22 @@ int main(int argc, char** argv) {
   std::string result;
   unsigned concurrency = 1;
   std::vector<std::string> executable_roots;
-  app.add_option("--root", root, "Exchange directory (requests/, results/, failed/, started/)");
-  app.add_option("--profile-root", profile_root, "Root-owned runtime profile directory");
+  app.add_option("--root", root, "Exchange directory (requests/, results/, failed/, started/)")
+      ->capture_default_str();
+  app.add_option("--profile-root", profile_root, "Root-owned runtime profile directory")
+      ->capture_default_str();
   auto* request_option = app.add_option("--request", request, "Run this one request file");
   auto* result_option = app.add_option("--result", result, "Write the one request's result here");
   request_option->needs(result_option);
   result_option->needs(request_option);
   app.add_option("--concurrency", concurrency, "Serve mode: requests run at once")
+      ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--executable-root", executable_roots,
-                 "Directory a profile's executable and node script must resolve under; repeat "
-                 "for several. Replaces the built-in list (/usr/bin, /usr/local/bin,\n"
-                 "/opt/aios/bin, /opt/hermes, /opt/openclaw, /opt/aios-hermes-agent,\n"
-                 "/opt/aios/openclaw-engineering)");
+                 "Directory a profile's executable and node script must resolve\n"
+                 "under; repeat for several. Replaces the built-in list: /usr/bin,\n"
+                 "/usr/local/bin, /opt/aios/bin, /opt/hermes, /opt/openclaw,\n"
+                 "/opt/aios-hermes-agent, /opt/aios/openclaw-engineering");
   CLI11_PARSE(app, argc, argv);
 
   executor::ExecuteOptions execute;
