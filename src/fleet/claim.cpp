@@ -51,8 +51,10 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
     touch_worker(db, worker_id, now);
   });
   nlohmann::json tasks = nlohmann::json::array();
+  nlohmann::json deferred = nlohmann::json::array();
   db_.read([&](SQLite::Database& db) {
     const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
+    const auto failed_here = fleet::tasks_failed_in_domain(db, worker.failure_domain);
     for (const auto& row : store::queued_tasks_in_fleet_order(db)) {
       if (tasks.size() >= limit) break;
       const bool quarantined = fleet::task_quarantined(db, row.task_id, worker_id, now);
@@ -60,9 +62,17 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
           fleet::ineligibility_reasons(worker, row, facts_->get(row), quarantined, now, options_);
       // A full worker still sees what it could take next; the claim enforces the slot.
       std::erase(reasons, "no_free_slot");
-      if (reasons.empty()) tasks.push_back(fleet::view_of(row));
+      if (!reasons.empty()) continue;
+      // A retry goes to another failure domain first; this domain takes it only when it has
+      // nothing else, so a single-domain fleet still retries at once.
+      auto& list = failed_here.contains(row.task_id) ? deferred : tasks;
+      if (list.size() < limit) list.push_back(fleet::view_of(row));
     }
   });
+  for (auto& view : deferred) {
+    if (tasks.size() >= limit) break;
+    tasks.push_back(std::move(view));
+  }
   return {{"tasks", tasks}};
 }
 
@@ -209,7 +219,12 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
           fleet::task_quarantined(db, task_id, worker.worker_id, now), now, options_);
       if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
       workers.push_back(
-          {{"worker_id", worker.worker_id}, {"eligible", reasons.empty()}, {"reasons", reasons}});
+          {{"worker_id", worker.worker_id},
+           {"eligible", reasons.empty()},
+           {"reasons", reasons},
+           {"failure_domain", worker.failure_domain},
+           {"retry_deferred",
+            fleet::tasks_failed_in_domain(db, worker.failure_domain).contains(task_id)}});
     }
   });
   return {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};

@@ -77,6 +77,10 @@ void note_worker_failure(SQLite::Database& db, const std::string& worker_id, dou
                          int threshold, std::chrono::seconds cooldown);
 void note_worker_success(SQLite::Database& db, const std::string& worker_id, double now);
 
+// Tasks with an attempt that failed (released or expired) on a worker of `domain`. A retry
+// prefers another failure domain: poll offers these to the domain's workers after the rest.
+std::set<std::string> tasks_failed_in_domain(SQLite::Database& db, const std::string& domain);
+
 // Ends the task's fleet dispatch (frees its slot) with `state`.
 void end_dispatch(SQLite::Database& db, const std::string& task_id, const std::string& state,
                   double now);

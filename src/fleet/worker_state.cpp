@@ -177,6 +177,16 @@ void note_worker_success(SQLite::Database& db, const std::string& worker_id, dou
   update.exec();
 }
 
+std::set<std::string> tasks_failed_in_domain(SQLite::Database& db, const std::string& domain) {
+  SQLite::Statement query(db,
+                          "SELECT DISTINCT task_id FROM fleet_dispatches WHERE failure_domain=? "
+                          "AND state IN ('RELEASED','EXPIRED')");
+  query.bind(1, domain);
+  std::set<std::string> tasks;
+  while (query.executeStep()) tasks.insert(query.getColumn(0).getString());
+  return tasks;
+}
+
 void end_dispatch(SQLite::Database& db, const std::string& task_id, const std::string& state,
                   double now) {
   SQLite::Statement update(db,

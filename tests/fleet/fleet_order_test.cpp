@@ -250,5 +250,32 @@ TEST_F(FleetOrderTest, FullWorkerGetsNothingAndLeavesNoReservation) {
             (std::vector<std::string>{"full-2"}));
 }
 
+TEST_F(FleetOrderTest, RetryGoesToAnotherFailureDomainFirst) {
+  // Given a task that failed on a worker in zone-a, we should offer it to zone-a's other
+  // workers only after their other work, to zone-b in plain fleet order, and say so in the
+  // eligibility answer; with nothing else queued zone-a still gets it at once.
+  const auto agent = make_agent("agent-domains");
+  register_worker(agent, "zone-a-1", {{"failure_domain", "zone-a"}});
+  register_worker(agent, "zone-a-2", {{"failure_domain", "zone-a"}});
+  register_worker(agent, "zone-b-1", {{"failure_domain", "zone-b"}});
+  create_task("domain-1");
+  create_task("domain-2");
+  release(agent, claim(agent, "domain-1", "zone-a-1"));
+
+  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-a-2"}})["tasks"]),
+            (std::vector<std::string>{"domain-2", "domain-1"}));
+  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-a-2"}, {"limit", 1}})["tasks"]),
+            (std::vector<std::string>{"domain-2"}));
+  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-b-1"}})["tasks"]),
+            (std::vector<std::string>{"domain-1", "domain-2"}));
+  for (const auto& worker : plane_.eligibility("domain-1")["workers"]) {
+    EXPECT_EQ(worker["retry_deferred"], worker["failure_domain"] == "zone-a") << worker.dump();
+  }
+
+  claim(agent, "domain-2", "zone-b-1");
+  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-a-2"}})["tasks"]),
+            (std::vector<std::string>{"domain-1"}));
+}
+
 }  // namespace
 }  // namespace aios::fleet_test

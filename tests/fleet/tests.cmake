@@ -6,5 +6,6 @@ aios_test(fleet_tests
   fleet/store_test.cpp
   fleet/rebind_compat_test.cpp
   fleet/authorization_test.cpp
-  fleet/sys_test.cpp)
-target_link_libraries(fleet_tests PRIVATE SQLiteCpp)
+  fleet/sys_test.cpp
+  fleet/query_plan_test.cpp)
+target_link_libraries(fleet_tests PRIVATE SQLiteCpp SQLite::SQLite3)

@@ -1,0 +1,93 @@
+// The transitions never scan a table that grows with the queue: every statement a claim,
+// heartbeat, result, release or verification runs is traced and its query plan must reach
+// tasks, task_events, claims, results and fleet_dispatches through an index. This is why claim
+// cost does not grow with the number of queued tasks (docs/performance.md).
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet_fixture.hpp"
+
+namespace aios::fleet_test {
+namespace {
+
+const std::set<std::string> kGrowingTables = {"tasks", "task_events", "claims", "results",
+                                              "fleet_dispatches"};
+
+int record_statement(unsigned, void* context, void* statement, void*) {
+  const char* sql = sqlite3_sql(static_cast<sqlite3_stmt*>(statement));
+  if (sql != nullptr) static_cast<std::set<std::string>*>(context)->insert(sql);
+  return 0;
+}
+
+class QueryPlanTest : public PlaneTest {
+ protected:
+  // A one-connection Database on the same file, traced, and a TaskPlane over it.
+  QueryPlanTest()
+      : traced_db_(DatabaseOptions{.path = db_path(), .connections = 1}),
+        traced_(traced_db_, clock_, options_) {
+    traced_db_.read([this](SQLite::Database& db) {
+      sqlite3_trace_v2(db.getHandle(), SQLITE_TRACE_STMT, record_statement, &statements_);
+    });
+  }
+
+  // "SCAN <table>" lines of the plans of every traced statement, for growing tables.
+  std::vector<std::string> scans() {
+    std::vector<std::string> found;
+    traced_db_.read([&](SQLite::Database& db) {
+      sqlite3_trace_v2(db.getHandle(), 0, nullptr, nullptr);
+      for (const auto& sql : statements_) {
+        if (sql.starts_with("BEGIN") || sql.starts_with("COMMIT") || sql.starts_with("ROLLBACK") ||
+            sql.starts_with("PRAGMA") || sql.starts_with("SAVEPOINT") ||
+            sql.starts_with("RELEASE")) {
+          continue;
+        }
+        SQLite::Statement plan(db, "EXPLAIN QUERY PLAN " + sql);
+        while (plan.executeStep()) {
+          const std::string detail = plan.getColumn(3).getString();
+          if (!detail.starts_with("SCAN ")) continue;
+          const auto table = detail.substr(5, detail.find(' ', 5) - 5);
+          if (kGrowingTables.contains(table)) found.push_back(detail + "  <-  " + sql);
+        }
+      }
+    });
+    return found;
+  }
+
+  Database traced_db_;
+  TaskPlane traced_;
+  std::set<std::string> statements_;
+};
+
+TEST_F(QueryPlanTest, TransitionsReachGrowingTablesOnlyThroughIndexes) {
+  // Given a queue of tasks, the claim, heartbeat, result, verification and release of one of
+  // them should run no statement that scans a table growing with the queue.
+  const auto agent = make_agent("agent-plans");
+  register_worker(agent, "worker-plans", {{"max_concurrency", 4}});
+  for (int i = 0; i < 50; ++i) create_task("plan-" + std::to_string(i));
+
+  const auto body = claim_body("plan-7", "worker-plans");
+  const auto claimed = traced_.claim(agent, "plan-7", body);
+  traced_.heartbeat(agent, "plan-7", {{"lease_token", claimed["lease_token"]}});
+  traced_.submit_result(agent, "plan-7",
+                        {{"lease_token", claimed["lease_token"]},
+                         {"attempt", claimed["attempt"]},
+                         {"execution_digest", claimed["execution_digest"]},
+                         {"idempotency_key", "result-plan-7"},
+                         {"result", {{"summary", "done"}}}});
+  traced_.verify("plan-7", {{"expected_revision", view("plan-7")["revision"]},
+                            {"decision", "NEEDS_REWORK"},
+                            {"reason", "again"}});
+  const auto again = traced_.claim(agent, "plan-7", claim_body("plan-7", "worker-plans"));
+  traced_.release(agent, "plan-7",
+                  {{"lease_token", again["lease_token"]}, {"failure_class", "runtime_crash"}});
+
+  ASSERT_GT(statements_.size(), 10u);
+  EXPECT_EQ(scans(), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace aios::fleet_test
