@@ -2,6 +2,11 @@
 #include <string>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/signals.hpp"
+#include "aios/http.hpp"
+#include "aios/log.hpp"
+#include "aios/rebind.hpp"
+#include "aios/store.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -10,24 +15,66 @@ int main(int argc, char** argv) {
       "Each option also reads the environment variable shown.",
       "aios-agent-task-execution-rebind"};
   aios::daemon::add_version_flag(app);
-  std::string db = "/var/lib/aios-agent-task/state.sqlite3";
-  std::string token_file;
+  std::string db_path = "/var/lib/aios-agent-task/state.sqlite3";
+  std::string token_file = aios::daemon::default_control_token_file();
   std::string bridge_url = "http://127.0.0.1:18892";
   std::string host = "127.0.0.1";
-  int port = 18942;
+  std::uint16_t port = 18942;
   std::string authorization_id;
-  app.add_option("--db", db, "SQLite task database (shared with the scheduler)")
+  app.add_option("--db", db_path, "SQLite task database (shared with the scheduler)")
       ->envname("AIOS_AGENT_TASK_DB");
   app.add_option(
          "--control-token-file", token_file,
          "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
       ->envname("AIOS_AGENT_TASK_CONTROL_TOKEN_FILE");
-  app.add_option("--bridge-url", bridge_url, "Governed Bridge base URL")
+  app.add_option("--bridge-url", bridge_url,
+                 "Governed Bridge base URL (POST <url>/v2/execution-envelope)")
       ->envname("AIOS_GOVERNED_WRITE_API_URL");
-  app.add_option("--host", host, "Listen address")->envname("AIOS_TASK_EXECUTION_REBIND_HOST");
-  app.add_option("--port", port, "Listen port")->envname("AIOS_TASK_EXECUTION_REBIND_PORT");
-  app.add_option("--authorization-id", authorization_id, "The owner's rebind authorization id")
+  app.add_option("--host", host, "Listen address (loopback)")
+      ->envname("AIOS_TASK_EXECUTION_REBIND_HOST");
+  app.add_option("--port", port, "Listen port (0: any free port)")
+      ->envname("AIOS_TASK_EXECUTION_REBIND_PORT");
+  app.add_option("--authorization-id", authorization_id,
+                 "The owner's rebind authorization id (required)")
       ->envname("AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID");
   CLI11_PARSE(app, argc, argv);
-  return aios::daemon::not_yet_available(app, "the rebind service");
+
+  const aios::daemon::TerminationSignals signals;
+  try {
+    // The seed's order: the authorization id, then the credential.
+    const std::string authorization =
+        aios::require_execution_rebind_authorization_id(authorization_id);
+    const std::string token = aios::read_secret_file(
+        token_file, 32, aios::ErrorCode::TASK_EXECUTION_REBIND_CONTROL_CREDENTIAL_UNAVAILABLE,
+        aios::ErrorCode::TASK_EXECUTION_REBIND_CONTROL_CREDENTIAL_INVALID);
+    auto resolver = aios::make_bridge_execution_resolver(bridge_url, token);
+    aios::http::ServerOptions options;
+    options.host = host;
+    options.port = port;
+    options.max_body_bytes = aios::ExecutionRebindApi::kServerBodyLimit;
+    options.on_unhandled_exception = [](std::string_view what) {
+      aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
+    };
+    // The scheduler owns the schema: this process never migrates it.
+    aios::Database db({.path = db_path, .connections = options.threads + 1, .migrate = false});
+    const aios::SystemClock clock;
+    aios::ExecutionRebindStore store(db, std::move(resolver), authorization, clock);
+    aios::ExecutionRebindApi api(store, token);
+    aios::http::Server server(
+        options, [&api](const aios::http::Request& request) { return api.handle(request); });
+    server.start();
+    aios::log::info("TASK_EXECUTION_REBIND_LISTENING", {{"host", host},
+                                                        {"port", server.port()},
+                                                        {"db", db_path},
+                                                        {"bridge_url", bridge_url},
+                                                        {"version", aios::kVersion}});
+    const int signal = signals.wait();
+    aios::log::info("SHUTDOWN_REQUESTED", {{"signal", signal}, {"in_flight", server.in_flight()}});
+    server.stop();
+    aios::log::info("STOPPED");
+    return 0;
+  } catch (const aios::Error& error) {
+    aios::log::error("START_FAILED", {{"error", error.code()}, {"detail", error.detail()}});
+    return aios::daemon::kExitUnavailable;
+  }
 }

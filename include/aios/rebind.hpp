@@ -128,9 +128,11 @@ class ExecutionRebindApi {
 
   ExecutionRebindApi(ExecutionRebindStore& store, std::string control_token);
 
+  // Never throws aios::Error: refusals are answered as {"error": CODE} with their status.
   http::Response handle(const http::Request& request);
 
  private:
+  http::Response route(const http::Request& request);
   http::Response rebind(const http::Request& request, std::string_view task_id);
 
   ExecutionRebindStore& store_;

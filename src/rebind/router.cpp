@@ -28,6 +28,14 @@ ExecutionRebindApi::ExecutionRebindApi(ExecutionRebindStore& store, std::string 
     : store_(store), control_token_(std::move(control_token)) {}
 
 http::Response ExecutionRebindApi::handle(const http::Request& request) {
+  try {
+    return route(request);
+  } catch (const Error& error) {
+    return http::error_response(error);
+  }
+}
+
+http::Response ExecutionRebindApi::route(const http::Request& request) {
   if (request.method == "GET" && request.target == "/health") {
     return http::json_response(200,
                                {{"service", "aios-agent-task-execution-rebind"}, {"status", "ok"}});

@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Daemon{"aios-task-scheduler", "AIOS_AGENT_TASK_DB", "CONTROL_CREDENTIAL_UNAVAILABLE"},
         Daemon{"aios-agent-task-execution-rebind",
-               "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID", "not part of this build"},
+               "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID", "AUTHORIZATION_ID_MISSING"},
         Daemon{"aios-external-agent-executor", "--executable-root",
                "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE"},
         Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",

@@ -1,0 +1,62 @@
+#pragma once
+// aios-agent-task-execution-rebind for integration tests, configured only through the seed's
+// environment variables (so the tests also prove that configuration path), on an ephemeral
+// loopback port, next to a database and control token it is given (normally the real
+// scheduler's). Not started by the constructor: call start().
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/daemon.hpp"
+
+namespace aios::rebind_test {
+
+inline constexpr std::string_view kDaemonAuthorization = "owner-execution-rebind-20260818";
+
+inline std::filesystem::path rebind_binary() {
+  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-agent-task-execution-rebind";
+}
+
+struct RebindConfig {
+  std::filesystem::path db_path;
+  std::filesystem::path token_file;
+  std::string bridge_url;
+  std::string authorization_id = std::string(kDaemonAuthorization);
+};
+
+inline test::DaemonOptions rebind_options(const RebindConfig& config) {
+  test::DaemonOptions options;
+  options.binary = rebind_binary();
+  options.env = {"AIOS_AGENT_TASK_DB=" + config.db_path.string(),
+                 "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE=" + config.token_file.string(),
+                 "AIOS_GOVERNED_WRITE_API_URL=" + config.bridge_url,
+                 "AIOS_TASK_EXECUTION_REBIND_HOST=127.0.0.1", "AIOS_TASK_EXECUTION_REBIND_PORT=0"};
+  if (!config.authorization_id.empty()) {
+    options.env.push_back("AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID=" +
+                          config.authorization_id);
+  }
+  options.ready_event = "TASK_EXECUTION_REBIND_LISTENING";
+  return options;
+}
+
+// A loopback URL on which nothing listens (a port just bound and released).
+inline std::string closed_loopback_url() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
+
+}  // namespace aios::rebind_test
