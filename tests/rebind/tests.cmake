@@ -11,6 +11,7 @@ aios_test(rebind_tests
   rebind/task_plane_test.cpp)
 target_link_libraries(rebind_tests PRIVATE SQLiteCpp)
 aios_integration_test(rebind_integration_tests
-  rebind/daemon_test.cpp)
+  rebind/daemon_test.cpp
+  rebind/daemon_bridge_test.cpp)
 add_dependencies(rebind_integration_tests aios-agent-task-execution-rebind)
 target_link_libraries(rebind_integration_tests PRIVATE GTest::gmock SQLiteCpp)
