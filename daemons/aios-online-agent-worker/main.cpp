@@ -1,33 +1,145 @@
 // aios-online-agent-worker: polls, claims, executes through an adapter and submits results.
+#include <atomic>
+#include <cstdlib>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/signals.hpp"
+#include "aios/log.hpp"
+#include "aios/worker.hpp"
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+  }
+  return items;
+}
+
+std::string default_token_file() {
+  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
+  return std::string(directory != nullptr ? directory : "/run/credentials") + "/agent_token";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "The AIOS online agent worker: polls the Task API for tasks its capabilities\n"
-      "allow, claims under a lease, heartbeats, checkpoints, runs the adapter and\n"
-      "submits the result. Each option also reads the environment variable shown.",
+      "The AIOS online agent worker: registers with the Task API, polls for tasks its\n"
+      "capabilities allow, resolves each envelope through the governed Bridge, claims under a\n"
+      "lease, heartbeats, checkpoints every phase, runs the adapter (deterministic through the\n"
+      "governed commit; hermes/openclaw through the external agent executor) and submits an\n"
+      "idempotent result. A restart resumes from the checkpoints and never runs an agent,\n"
+      "commits or submits twice. Each option also reads the environment variable shown.",
       "aios-online-agent-worker"};
   aios::daemon::add_version_flag(app);
-  std::string api_url = "http://127.0.0.1:18940";
-  std::string bridge_url = "http://127.0.0.1:18892";
-  std::string agent_id;
+  aios::WorkerConfig config;
+  std::string token_file = default_token_file();
   std::string capabilities;
   std::string adapters = "deterministic,source_capture,compact_interface_map,codex";
-  std::string state_root = "/var/lib/aios-online-agent-worker";
+  std::string state_root = config.state_root.string();
+  std::string checkpoint_db;
+  std::string workspace_root;
+  std::string authority = config.authority_git_dir.string();
+  std::string executor_root = config.executor_root.string();
+  int executor_timeout = 1800;
+  int heartbeat_ms = 10000;
   bool once = false;
-  app.add_option("--api-url", api_url, "Task API base URL")->envname("AIOS_AGENT_TASK_API_URL");
-  app.add_option("--bridge-url", bridge_url, "Governed Bridge base URL")
-      ->envname("AIOS_GOVERNED_WRITE_API_URL");
-  app.add_option("--agent-id", agent_id, "Agent id")->envname("AIOS_AGENT_ID");
+  app.add_option("--api-url", config.task_api_url, "Task API base URL")
+      ->envname("AIOS_AGENT_TASK_API_URL")
+      ->capture_default_str();
+  app.add_option("--bridge-url", config.bridge_url, "Governed Bridge base URL")
+      ->envname("AIOS_GOVERNED_WRITE_API_URL")
+      ->capture_default_str();
+  app.add_option("--agent-token-file", token_file,
+                 "Agent token file (default $CREDENTIALS_DIRECTORY/agent_token)")
+      ->envname("AIOS_AGENT_TOKEN_FILE");
+  app.add_option("--agent-id", config.agent_id, "Agent id; also the worker id")
+      ->envname("AIOS_AGENT_ID")
+      ->capture_default_str();
+  app.add_option("--agent-type", config.agent_type, "Agent type (a worker label)")
+      ->envname("AIOS_AGENT_TYPE")
+      ->capture_default_str();
+  app.add_option("--agent-version", config.agent_version, "Agent version (a worker label)")
+      ->envname("AIOS_AGENT_VERSION")
+      ->capture_default_str();
   app.add_option("--capabilities", capabilities, "Comma-separated worker capabilities")
       ->envname("AIOS_WORKER_CAPABILITIES");
   app.add_option("--allowed-adapters", adapters, "Comma-separated adapters this worker runs")
-      ->envname("AIOS_WORKER_ALLOWED_ADAPTERS");
+      ->envname("AIOS_WORKER_ALLOWED_ADAPTERS")
+      ->capture_default_str();
+  app.add_option("--authority-git-dir", authority, "Authority repository (read only)")
+      ->envname("AIOS_AUTHORITY_GIT_DIR")
+      ->capture_default_str();
+  app.add_option("--executor-root", executor_root, "External agent executor exchange directory")
+      ->envname("AIOS_EXTERNAL_AGENT_EXECUTOR_ROOT")
+      ->capture_default_str();
+  app.add_option("--executor-timeout-seconds", executor_timeout,
+                 "How long to wait for an external agent's result")
+      ->envname("AIOS_EXTERNAL_AGENT_EXECUTOR_TIMEOUT_SECONDS")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--state-root", state_root, "Worker state directory")
-      ->envname("AIOS_WORKER_STATE_ROOT");
+      ->envname("AIOS_WORKER_STATE_ROOT")
+      ->capture_default_str();
+  app.add_option("--checkpoint-db", checkpoint_db,
+                 "Checkpoint database (default <state-root>/checkpoints.sqlite3)")
+      ->envname("AIOS_WORKER_CHECKPOINT_DB");
+  app.add_option("--workspace-root", workspace_root,
+                 "Disposable worktrees (default <state-root>/workspaces)")
+      ->envname("AIOS_WORKER_WORKSPACE_ROOT");
+  app.add_option("--heartbeat-ms", heartbeat_ms, "Heartbeat interval")
+      ->envname("AIOS_WORKER_HEARTBEAT_MS")
+      ->check(CLI::Range(50, 600000))
+      ->capture_default_str();
   app.add_flag("--once", once, "Take at most one task, then exit");
   CLI11_PARSE(app, argc, argv);
-  return aios::daemon::not_yet_available(app, "the worker loop");
+
+  const aios::daemon::TerminationSignals signals;
+  try {
+    config.agent_token =
+        aios::read_secret_file(token_file, 32, aios::ErrorCode::WORKER_AGENT_TOKEN_UNAVAILABLE,
+                               aios::ErrorCode::WORKER_AGENT_TOKEN_INVALID);
+    config.capabilities = split_list(capabilities);
+    const auto adapter_list = split_list(adapters);
+    config.allowed_adapters = {adapter_list.begin(), adapter_list.end()};
+    config.state_root = state_root;
+    config.checkpoint_db = checkpoint_db.empty() ? config.state_root / "checkpoints.sqlite3"
+                                                 : std::filesystem::path(checkpoint_db);
+    config.workspace_root = workspace_root.empty() ? config.state_root / "workspaces"
+                                                   : std::filesystem::path(workspace_root);
+    config.authority_git_dir = authority;
+    config.executor_root = executor_root;
+    config.executor_timeout = std::chrono::seconds(executor_timeout);
+    config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+    std::filesystem::create_directories(config.workspace_root);
+    aios::Worker worker(config);
+    worker.start();
+    aios::log::info("WORKER_READY", {{"worker_id", config.agent_id}, {"once", once}});
+    if (once) {
+      const auto outcome = worker.run_once();
+      aios::log::info("WORKER_ONCE_DONE", {{"task_id", outcome ? outcome->task_id : ""},
+                                           {"outcome", outcome ? outcome->outcome : "IDLE"}});
+      return 0;
+    }
+    std::atomic<bool> stop{false};
+    std::thread loop([&] { worker.run(stop); });
+    const int signal = signals.wait();
+    aios::log::info("SHUTDOWN_REQUESTED", {{"signal", signal}});
+    stop = true;
+    loop.join();
+    return 0;
+  } catch (const aios::Error& error) {
+    aios::log::error("START_FAILED", {{"error", error.code()}, {"detail", error.detail()}});
+    return aios::daemon::kExitUnavailable;
+  }
 }

@@ -49,6 +49,10 @@ class Repository {
   std::string build_commit(const std::string& parent, const std::vector<FileChange>& changes,
                            const std::string& message, const Signature& author);
 
+  // Writes the tree of commit `oid` into `directory` (created; it must not exist yet): a
+  // disposable worktree with no .git of its own. Reads the repository only.
+  void checkout(const std::string& oid, const std::filesystem::path& directory);
+
   // Points `refs/heads/<branch>` at `new_oid` only if it now points at `old_oid` (or, with
   // nullopt, only if it does not exist). False when the ref is elsewhere; never forces.
   bool update_branch(const std::string& branch, const std::string& new_oid,

@@ -154,6 +154,22 @@ std::string Repository::build_commit(const std::string& parent,
   return text_of(commit_id);
 }
 
+void Repository::checkout(const std::string& oid, const std::filesystem::path& directory) {
+  const git_oid id = oid_of(oid);
+  git_commit* raw_commit = nullptr;
+  if (git_commit_lookup(&raw_commit, repo_, &id) < 0) {
+    throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, oid);
+  }
+  const CommitHandle commit(raw_commit);
+  std::filesystem::create_directory(directory);
+  const std::string target = directory.string();
+  git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
+  options.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
+  options.target_directory = target.c_str();
+  check(git_checkout_tree(repo_, reinterpret_cast<const git_object*>(commit.get()), &options),
+        "checkout");
+}
+
 bool Repository::update_branch(const std::string& branch, const std::string& new_oid,
                                const std::optional<std::string>& old_oid,
                                const std::string& log_message) {

@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
         Daemon{"aios-external-agent-executor", "--executable-root",
                "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE"},
         Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",
-               "not part of this build"}),
+               "WORKER_AGENT_TOKEN_UNAVAILABLE"}),
     [](const ::testing::TestParamInfo<Daemon>& param_info) {
       std::string name = param_info.param.name;
       for (auto& c : name) c = (c == '-') ? '_' : c;

@@ -111,4 +111,40 @@ TEST(Units, TaskStateDirectoryIsPrivate) {
       has_line("\n" + conf, "d /var/lib/aios-agent-task 0750 aios-agent-task aios-agent-task -"));
 }
 
+// The seed's test_dedicated_worker_units_are_capability_and_adapter_scoped, for both external
+// runtimes, plus the generic worker: each runs our binary with only its own capability and
+// adapter, its own state root, and the agent token as an encrypted credential.
+TEST(Units, WorkerUnitsAreCapabilityAndAdapterScoped) {
+  struct Case {
+    const char* unit;
+    const char* capabilities;
+    const char* adapters;
+    const char* state_root;
+  };
+  for (const Case& c : {Case{"aios-hermes-online-agent-worker.service", "agent.runtime.hermes",
+                             "hermes", "/var/lib/aios-online-agent-hermes"},
+                        Case{"aios-openclaw-online-agent-worker.service", "agent.runtime.openclaw",
+                             "openclaw", "/var/lib/aios-online-agent-openclaw"},
+                        Case{"aios-online-agent-worker.service",
+                             "git.read,git.test,governed.write.branch,governed.write.file",
+                             "deterministic,source_capture,compact_interface_map",
+                             "/var/lib/aios-online-agent-worker"}}) {
+    const auto unit = read_file(std::string("deploy/systemd/") + c.unit);
+    ASSERT_FALSE(unit.empty()) << c.unit;
+    for (const std::string& line :
+         {std::string("Environment=AIOS_WORKER_CAPABILITIES=") + c.capabilities,
+          std::string("Environment=AIOS_WORKER_ALLOWED_ADAPTERS=") + c.adapters,
+          std::string("Environment=AIOS_WORKER_STATE_ROOT=") + c.state_root,
+          std::string("Environment=AIOS_GOVERNED_WRITE_API_URL=http://127.0.0.1:18892"),
+          std::string("ExecStart=/usr/bin/aios-online-agent-worker"),
+          std::string("ReadOnlyPaths=/data/aios-gitops/repo.git"),
+          std::string("NoNewPrivileges=true"), std::string("ProtectSystem=strict")}) {
+      EXPECT_TRUE(has_line(unit, line)) << c.unit << ": " << line;
+    }
+    EXPECT_NE(unit.find("\nLoadCredentialEncrypted=agent_token:"), std::string::npos) << c.unit;
+    EXPECT_EQ(unit.find("User=root"), std::string::npos) << c.unit;
+    EXPECT_EQ(unit.find("TOKEN="), std::string::npos) << c.unit;
+  }
+}
+
 }  // namespace

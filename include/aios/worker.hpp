@@ -1,0 +1,93 @@
+#pragma once
+// The online agent worker (seed: aios_online_agent_worker.py): registers with the Task API,
+// polls, resolves each envelope through the Bridge and validates it against the task's binding
+// and its own capabilities, skips adapters it does not run, claims, heartbeats while its work
+// loop is alive, checkpoints every phase durably, executes through an adapter and submits an
+// idempotent result. docs/operations.md explains each flavour (generic, Hermes, OpenClaw).
+//
+// At most once: an external agent runs through the executor's exchange under a request id
+// derived from the execution, a governed commit is idempotent by its commit key, and a result
+// is stored in the checkpoint before it is submitted; a restart resumes from the checkpoint
+// and never runs, commits or submits anything a second time.
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "aios/sys.hpp"
+
+namespace aios {
+
+struct WorkerConfig {
+  std::string task_api_url = "http://127.0.0.1:18940";
+  std::string bridge_url = "http://127.0.0.1:18892";
+  std::string agent_token;  // from $CREDENTIALS_DIRECTORY/agent_token; never logged
+  std::string agent_id = "aios-online-agent-worker";
+  std::string agent_type = "generic";
+  std::string agent_version = "1";
+  std::string worker_id;  // default: agent_id
+  std::vector<std::string> capabilities;
+  std::set<std::string> allowed_adapters = {"deterministic", "source_capture",
+                                            "compact_interface_map", "codex"};
+  std::filesystem::path authority_git_dir = "/data/aios-gitops/repo.git";
+  std::filesystem::path executor_root = "/var/lib/aios-external-agent-executor";
+  std::chrono::seconds executor_timeout{1800};
+  std::filesystem::path state_root = "/var/lib/aios-online-agent-worker";
+  std::filesystem::path checkpoint_db = "/var/lib/aios-online-agent-worker/checkpoints.sqlite3";
+  std::filesystem::path workspace_root = "/var/lib/aios-online-agent-worker/workspaces";
+  int max_concurrency = 1;
+  std::chrono::milliseconds idle_backoff_min{500};
+  std::chrono::milliseconds idle_backoff_max{10000};
+  std::chrono::milliseconds heartbeat_interval{10000};
+  std::chrono::milliseconds http_timeout{30000};
+};
+
+// What one pass of the loop did with a task.
+struct WorkOutcome {
+  std::string task_id;
+  std::string outcome;  // SUBMITTED, RELEASED, SKIPPED, LOST_LEASE
+  std::string detail;
+};
+
+// Result documents exactly as the seed builds them; throw aios::Error with the seed's codes.
+nlohmann::json build_agent_runtime_result(const std::string& task_id,
+                                          const nlohmann::json& envelope,
+                                          const nlohmann::json& external);
+
+// The result idempotency key: derived from task, attempt and execution digest, so a replay of
+// the same attempt is recognised and another attempt never collides.
+std::string result_idempotency_key(const std::string& task_id, std::int64_t attempt,
+                                   const std::string& execution_digest);
+
+// The executor request id of an agent_runtime execution:
+// external-<runtime>-<first 32 hex of the digest over task, job, execution digest, runtime>.
+std::string external_request_id(const nlohmann::json& envelope);
+
+class Worker {
+ public:
+  explicit Worker(WorkerConfig config);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Registers the worker (idempotent) and resumes tasks left by a previous run from their
+  // checkpoints.
+  void start();
+
+  // Polls once and works at most one task to its end; nullopt when nothing was claimable.
+  std::optional<WorkOutcome> run_once();
+
+  // Polls and works until `stop` is set, backing off while idle.
+  void run(const std::atomic<bool>& stop);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace aios

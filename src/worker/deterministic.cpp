@@ -1,0 +1,187 @@
+// The deterministic adapter: a disposable worktree of the authority repository at base_oid,
+// the envelope's change set applied, its allowlisted verification commands run (argv, no
+// shell, bounded output, timeout), then the writer lease and the governed commit through the
+// Bridge, which applies the same change set from the same envelope.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "aios/canonical.hpp"
+#include "aios/git.hpp"
+#include "aios/log.hpp"
+#include "aios/process.hpp"
+#include "worker/internal.hpp"
+
+namespace aios::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxTestOutput = 16 * 1024;
+
+[[noreturn]] void workspace_failed(const std::string& detail) {
+  throw Error(ErrorCode::WORKER_WORKSPACE_FAILED, detail);
+}
+
+// Every existing component of `relative` below `root` must be a real directory (or, for the
+// last, a regular file): a change never writes through a symlink the tree carries.
+void check_no_symlink(const fs::path& root, const fs::path& relative) {
+  fs::path at = root;
+  for (const auto& part : relative) {
+    at /= part;
+    struct stat info {};
+    if (::lstat(at.c_str(), &info) != 0) return;
+    if (S_ISLNK(info.st_mode)) workspace_failed(relative.string() + ": through a symlink");
+  }
+}
+
+void apply_change(const fs::path& worktree, const nlohmann::json& change) {
+  const fs::path relative = change.at("path").get<std::string>();
+  check_no_symlink(worktree, relative);
+  const fs::path target = worktree / relative;
+  if (change.at("operation") == "delete_file") {
+    std::error_code error;
+    if (!fs::remove(target, error)) workspace_failed(relative.string() + ": nothing to delete");
+    return;
+  }
+  fs::create_directories(target.parent_path());
+  const int fd =
+      ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) workspace_failed(relative.string() + ": cannot write");
+  const std::string& content = change.at("content").get_ref<const std::string&>();
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const auto n = ::write(fd, content.data() + written, content.size() - written);
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (written != content.size()) workspace_failed(relative.string() + ": short write");
+}
+
+nlohmann::json run_verification(const fs::path& run_root, const fs::path& worktree,
+                                const nlohmann::json& command) {
+  std::string output;
+  const auto keep = [&output](std::string_view chunk) {
+    output.append(chunk);
+    if (output.size() > 4 * kMaxTestOutput) output.erase(0, output.size() - 2 * kMaxTestOutput);
+  };
+  process::Spec spec;
+  spec.argv = command.at("argv").get<std::vector<std::string>>();
+  spec.environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (run_root / "home").string(),
+                      "LANG=C.UTF-8", "TMPDIR=" + (run_root / "tmp").string()};
+  spec.working_directory = worktree / command.at("cwd").get<std::string>();
+  spec.timeout = std::chrono::seconds(command.at("timeout_seconds").get<int>());
+  spec.on_stdout = keep;
+  spec.on_stderr = keep;
+  process::Outcome outcome;
+  try {
+    outcome = process::run(spec);
+  } catch (const std::system_error& error) {
+    outcome.exit_code = 127;
+    output = error.what();
+  }
+  const bool passed = !outcome.timed_out && outcome.exit_code == 0;
+  return {{"label", command.at("label")},
+          {"argv", command.at("argv")},
+          {"exit_code", outcome.exit_code},
+          {"timed_out", outcome.timed_out},
+          {"passed", passed},
+          {"duration_ms",
+           std::chrono::duration_cast<std::chrono::milliseconds>(outcome.elapsed).count()},
+          {"output", bounded_text(output, kMaxTestOutput)}};
+}
+
+nlohmann::json proof(const RunContext& run) {
+  return {{"task_id", run.envelope.at("task_id")},
+          {"lease_token", run.lease_token},
+          {"attempt", run.attempt},
+          {"execution_digest", run.envelope.at("execution_digest")}};
+}
+
+nlohmann::json result_of(const nlohmann::json& envelope, const nlohmann::json& state) {
+  nlohmann::json changed = nlohmann::json::array();
+  for (const auto& change : envelope.at("change_set")) changed.push_back(change.at("path"));
+  const bool committed = state.contains("commit");
+  return {{"status", committed ? "SUCCEEDED" : "FAILED"},
+          {"classification",
+           committed ? "DETERMINISTIC_CHANGE_COMMITTED" : "DETERMINISTIC_VERIFICATION_FAILED"},
+          {"verification_state", "VERIFIED_BY_WORKER_PENDING_SERVER_REVIEW"},
+          {"execution_mode", "deterministic"},
+          {"execution_backend", "generic-online-agent-worker-v2"},
+          {"task_id", envelope.at("task_id")},
+          {"job_id", envelope.at("job_id")},
+          {"repository", envelope.at("repository")},
+          {"base_oid", envelope.at("base_oid")},
+          {"target_branch", envelope.at("target_branch")},
+          {"execution_digest", envelope.at("execution_digest")},
+          {"commit_oid", committed ? state["commit"].at("commit_oid") : nlohmann::json()},
+          {"commit_idempotency_key", envelope.at("governance").at("commit_idempotency_key")},
+          {"changed_files", changed},
+          {"tests", state.value("tests", nlohmann::json::array())},
+          {"workspace_cleanup", "PASS"},
+          {"writer_lease", committed ? "GRANTED" : "NONE"},
+          {"direct_main_write", false},
+          {"force_push", false},
+          {"protected_ref_bypass", false}};
+}
+
+}  // namespace
+
+nlohmann::json run_deterministic(RunContext& run) {
+  auto& state = run.checkpoint.state;
+  if (state.contains("result")) return state["result"];
+  const auto& envelope = run.envelope;
+  if (!state.contains("tests")) {
+    const fs::path run_root = run.config.workspace_root /
+                              (envelope.at("task_id").get<std::string>() + "-" + random_hex(6));
+    const fs::path worktree = run_root / "worktree";
+    try {
+      fs::create_directories(run_root / "home");
+      fs::create_directories(run_root / "tmp");
+      run.heartbeat.alive("workspace");
+      git::Repository(run.config.authority_git_dir).checkout(envelope.at("base_oid"), worktree);
+      for (const auto& change : envelope.at("change_set")) apply_change(worktree, change);
+      nlohmann::json tests = nlohmann::json::array();
+      for (const auto& command : envelope.at("verification")) {
+        run.heartbeat.alive("verification");
+        tests.push_back(run_verification(run_root, worktree, command));
+        if (!tests.back().at("passed").get<bool>()) break;
+      }
+      state["tests"] = tests;
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove_all(run_root, ignored);
+      throw;
+    }
+    std::error_code ignored;
+    fs::remove_all(run_root, ignored);
+    bool passed = true;
+    for (const auto& test : state["tests"]) passed = passed && test.at("passed").get<bool>();
+    if (!passed) {
+      state["result"] = result_of(envelope, state);
+      run.checkpoint.phase = "result_pending";
+      run.checkpoints.save(run.checkpoint);
+      return state["result"];
+    }
+    run.checkpoint.phase = "verification_passed";
+    run.checkpoints.save(run.checkpoint);
+  }
+  run.heartbeat.alive("committing");
+  auto body = proof(run);
+  const auto lease = run.bridge.require("POST", "/v2/writer-leases", &body);
+  body["writer_lease_id"] = lease.at("writer_lease_id");
+  // Idempotent by the envelope's commit key: after a crash the Bridge answers with the commit
+  // it already made.
+  state["commit"] = run.bridge.require("POST", "/v2/governed-commits", &body);
+  log::info("GOVERNED_COMMIT_DONE", {{"task_id", envelope.at("task_id")},
+                                     {"commit_oid", state["commit"].at("commit_oid")}});
+  state["result"] = result_of(envelope, state);
+  run.checkpoint.phase = "committed";
+  run.checkpoints.save(run.checkpoint);
+  return state["result"];
+}
+
+}  // namespace aios::worker

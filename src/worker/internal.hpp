@@ -1,0 +1,112 @@
+#pragma once
+// Pieces of the worker: the two JSON services it calls, its checkpoint store, the heartbeat
+// thread and the adapters. Each piece is small enough to test on its own.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "aios/store.hpp"
+#include "aios/worker.hpp"
+
+namespace aios::worker {
+
+// One peer service (the Task API or the Bridge) spoken to with a bearer token. Each call is
+// its own short connection, so any thread may call.
+class JsonService {
+ public:
+  JsonService(std::string base_url, std::string token, std::chrono::milliseconds timeout)
+      : base_url_(std::move(base_url)), token_(std::move(token)), timeout_(timeout) {}
+
+  // {status, body}; a body that is not JSON is HTTP_UPSTREAM_RESPONSE_INVALID.
+  std::pair<int, nlohmann::json> call(std::string_view method, const std::string& path,
+                                      const nlohmann::json* body = nullptr) const;
+  // call() that must answer 2xx; otherwise throws the peer's code (Error::remote).
+  nlohmann::json require(std::string_view method, const std::string& path,
+                         const nlohmann::json* body = nullptr) const;
+
+ private:
+  std::string base_url_;
+  std::string token_;
+  std::chrono::milliseconds timeout_;
+};
+
+// The durable record of where a task's execution is. One row per task; every phase change is
+// one fsync'd commit. The lease token is kept so a restart can heartbeat the same attempt.
+struct Checkpoint {
+  std::string task_id;
+  std::string execution_digest;
+  std::int64_t attempt = 0;
+  std::string lease_token;
+  std::string phase;
+  nlohmann::json state = nlohmann::json::object();
+};
+
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(const std::filesystem::path& path);
+  std::optional<Checkpoint> load(const std::string& task_id);
+  std::vector<Checkpoint> all();
+  void save(const Checkpoint& checkpoint);
+  void remove(const std::string& task_id);
+
+ private:
+  Database db_;
+};
+
+// Heartbeats a claimed task every `interval` while the work loop keeps calling alive(); a loop
+// that stalls for two intervals stops heartbeating, so its lease runs out and the task returns
+// to the queue. lost() turns true when the Task API refuses the lease.
+class Heartbeat {
+ public:
+  Heartbeat(const JsonService& api, std::string task_id, std::string lease_token,
+            std::chrono::milliseconds interval);
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  void alive(const std::string& stage);
+  bool lost() const { return lost_.load(); }
+
+ private:
+  void loop();
+
+  const JsonService& api_;
+  std::string task_id_;
+  std::string lease_token_;
+  std::chrono::milliseconds interval_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::chrono::steady_clock::time_point last_alive_;
+  std::string stage_;
+  bool stopping_ = false;
+  std::atomic<bool> lost_{false};
+  std::thread thread_;
+};
+
+// What an adapter needs of the run.
+struct RunContext {
+  const WorkerConfig& config;
+  const JsonService& bridge;
+  const nlohmann::json& envelope;
+  const std::string& lease_token;
+  std::int64_t attempt;
+  Checkpoint& checkpoint;
+  CheckpointStore& checkpoints;
+  Heartbeat& heartbeat;
+};
+
+// Each adapter returns the result document to submit, saving its own phases on the way.
+nlohmann::json run_deterministic(RunContext& run);
+nlohmann::json run_agent_runtime(RunContext& run);
+
+}  // namespace aios::worker

@@ -1,0 +1,93 @@
+// The result documents the worker submits, exactly as the seed builds them.
+#include "aios/canonical.hpp"
+#include "aios/error.hpp"
+#include "aios/worker.hpp"
+
+namespace aios {
+namespace {
+
+constexpr std::size_t kMaxAgentRuntimeResultBytes = 192 * 1024;
+
+[[noreturn]] void fail(ErrorCode code) {
+  throw Error(code);
+}
+
+}  // namespace
+
+std::string result_idempotency_key(const std::string& task_id, std::int64_t attempt,
+                                   const std::string& execution_digest) {
+  return "result-" +
+         digest(
+             {{"task_id", task_id}, {"attempt", attempt}, {"execution_digest", execution_digest}})
+             .substr(0, 32);
+}
+
+std::string external_request_id(const nlohmann::json& envelope) {
+  const std::string runtime = envelope.at("adapter");
+  return "external-" + runtime + "-" +
+         digest({{"task_id", envelope.at("task_id")},
+                 {"job_id", envelope.at("job_id")},
+                 {"execution_digest", envelope.at("execution_digest")},
+                 {"runtime", runtime}})
+             .substr(0, 32);
+}
+
+nlohmann::json build_agent_runtime_result(const std::string& task_id,
+                                          const nlohmann::json& envelope,
+                                          const nlohmann::json& external) {
+  if (!external.is_object()) fail(ErrorCode::EXTERNAL_AGENT_RESULT_INVALID);
+  if (external.value("runtime", nlohmann::json()) != envelope.at("adapter")) {
+    fail(ErrorCode::EXTERNAL_AGENT_RESULT_RUNTIME_MISMATCH);
+  }
+  if (external.value("task_id", nlohmann::json()) != task_id) {
+    fail(ErrorCode::EXTERNAL_AGENT_RESULT_TASK_MISMATCH);
+  }
+  if (external.value("execution_digest", nlohmann::json()) != envelope.at("execution_digest")) {
+    fail(ErrorCode::EXTERNAL_AGENT_RESULT_DIGEST_MISMATCH);
+  }
+  if (external.value("credential_material_exposed", nlohmann::json()) != false) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ISOLATION_FAILED);
+  }
+  const auto field = [&](const char* name) { return external.value(name, nlohmann::json()); };
+  nlohmann::json result = {{"status", "SUCCEEDED"},
+                           {"classification", "EXTERNAL_AGENT_RUNTIME_SUCCEEDED"},
+                           {"verification_state", "VERIFIED_BY_WORKER_PENDING_SERVER_REVIEW"},
+                           {"execution_mode", "agent_runtime"},
+                           {"execution_backend", "generic-online-agent-worker-v2"},
+                           {"agent_runtime", envelope.at("adapter")},
+                           {"task_id", task_id},
+                           {"job_id", envelope.at("job_id")},
+                           {"repository", envelope.at("repository")},
+                           {"base_oid", envelope.at("base_oid")},
+                           {"expected_branch_oid", envelope.at("expected_branch_oid")},
+                           {"target_branch", envelope.at("target_branch")},
+                           {"generation", envelope.at("generation")},
+                           {"execution_digest", envelope.at("execution_digest")},
+                           {"output_text", field("output_text")},
+                           {"output_json", field("output_json")},
+                           {"output_sha256", field("output_sha256")},
+                           {"runtime_duration_ms", field("duration_ms")},
+                           {"external_request_id", field("request_id")},
+                           {"changed_files", nlohmann::json::array()},
+                           {"tests", nlohmann::json::array()},
+                           {"workspace_cleanup", "PASS"},
+                           {"writer_lease", "NONE"},
+                           {"secret_material_exposed", false},
+                           {"credential_material_exposed", false},
+                           {"control_plane_access_granted_to_runtime", false},
+                           {"direct_main_write", false},
+                           {"force_push", false},
+                           {"production_write", false},
+                           {"protected_ref_bypass", false}};
+  // The seed sanitizes every string before measuring; the executor already redacted them, so
+  // sanitizing again is idempotent and keeps the two byte-compatible.
+  for (auto& [key, value] : result.items()) {
+    if (value.is_string()) value = sanitize_text(value.get<std::string>());
+  }
+  const auto bytes = canonical_json(result).size();
+  if (bytes > kMaxAgentRuntimeResultBytes) fail(ErrorCode::EXTERNAL_AGENT_TASK_RESULT_TOO_LARGE);
+  result["result_bytes"] = bytes;
+  return result;
+}
+
+}  // namespace aios

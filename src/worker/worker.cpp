@@ -1,0 +1,241 @@
+// The worker's loop: register, resume from checkpoints, poll, resolve and validate, claim,
+// run the adapter under a heartbeat, submit the result idempotently, release on failure.
+#include <algorithm>
+#include <cctype>
+#include <thread>
+
+#include "aios/envelope.hpp"
+#include "aios/log.hpp"
+#include "worker/internal.hpp"
+
+namespace aios {
+
+namespace {
+
+using worker::Checkpoint;
+using worker::JsonService;
+
+bool lease_gone(const std::string& code) {
+  return code == "LEASE_INVALID" || code == "LEASE_EXPIRED" || code == "TASK_NOT_CLAIMED" ||
+         code == "ATTEMPT_STALE" || code == "TASK_NOT_FOUND";
+}
+
+// A refusal code as the Task API's failure_class (^[A-Za-z0-9][A-Za-z0-9_]{2,63}$).
+std::string failure_class_of(const std::string& code) {
+  std::string out;
+  for (const char c : code.substr(0, 63)) {
+    out.push_back(std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c))
+                                                              : '_');
+  }
+  return out.size() >= 3 ? out : "worker_error";
+}
+
+}  // namespace
+
+class Worker::Impl {
+ public:
+  explicit Impl(WorkerConfig config)
+      : config_(std::move(config)),
+        api_(config_.task_api_url, config_.agent_token, config_.http_timeout),
+        bridge_(config_.bridge_url, config_.agent_token, config_.http_timeout),
+        checkpoints_(config_.checkpoint_db),
+        worker_id_(config_.worker_id.empty() ? config_.agent_id : config_.worker_id) {}
+
+  void start() {
+    const nlohmann::json body = {
+        {"worker_id", worker_id_},
+        {"capabilities", config_.capabilities},
+        {"allowed_adapters", config_.allowed_adapters},
+        {"max_concurrency", config_.max_concurrency},
+        {"labels", {{"agent_type", config_.agent_type}, {"agent_version", config_.agent_version}}}};
+    api_.require("POST", "/v1/workers/register", &body);
+    log::info("WORKER_REGISTERED", {{"worker_id", worker_id_},
+                                    {"capabilities", config_.capabilities},
+                                    {"allowed_adapters", config_.allowed_adapters}});
+    for (auto& checkpoint : checkpoints_.all()) resume(checkpoint);
+  }
+
+  std::optional<WorkOutcome> run_once() {
+    const nlohmann::json body = {{"worker_id", worker_id_}, {"limit", 10}};
+    const auto polled = api_.require("POST", "/v1/tasks/poll", &body);
+    for (const auto& task : polled.at("tasks")) {
+      const std::string task_id = task.at("task_id");
+      nlohmann::json envelope;
+      try {
+        envelope = resolve(task);
+      } catch (const Error& error) {
+        log::warn("TASK_ENVELOPE_UNVERIFIED",
+                  {{"task_id", task_id}, {"error", error.code()}, {"detail", error.detail()}});
+        continue;
+      }
+      const std::string adapter = envelope.at("adapter");
+      if (!config_.allowed_adapters.contains(adapter)) {
+        log::info("TASK_SKIPPED_ADAPTER_MISMATCH",
+                  {{"task_id", task_id},
+                   {"adapter", adapter},
+                   {"allowed_adapters", config_.allowed_adapters}});
+        continue;
+      }
+      const nlohmann::json claim_body = {{"worker_id", worker_id_},
+                                         {"expected_revision", task.at("revision")},
+                                         {"execution_digest", envelope.at("execution_digest")}};
+      const auto [status, claim] =
+          api_.call("POST", "/v1/tasks/" + task_id + "/claim", &claim_body);
+      if (status != 200) {
+        log::info("TASK_CLAIM_REFUSED",
+                  {{"task_id", task_id}, {"error", claim.value("error", "")}});
+        continue;
+      }
+      log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
+      auto checkpoint = checkpoints_.load(task_id);
+      if (!checkpoint || checkpoint->execution_digest != envelope.at("execution_digest")) {
+        checkpoint = Checkpoint{task_id, envelope.at("execution_digest"), 0, "", "claimed", {}};
+      }
+      checkpoint->attempt = claim.at("attempt");
+      checkpoint->lease_token = claim.at("lease_token");
+      return work(envelope, *checkpoint);
+    }
+    return std::nullopt;
+  }
+
+  void run(const std::atomic<bool>& stop) {
+    auto backoff = config_.idle_backoff_min;
+    while (!stop.load()) {
+      std::optional<WorkOutcome> outcome;
+      try {
+        outcome = run_once();
+      } catch (const Error& error) {
+        log::warn("POLL_FAILED", {{"error", error.code()}});
+      }
+      if (outcome) {
+        backoff = config_.idle_backoff_min;
+        continue;
+      }
+      for (auto waited = std::chrono::milliseconds(0); waited < backoff && !stop.load();
+           waited += std::chrono::milliseconds(50)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      backoff = std::min(backoff * 2, config_.idle_backoff_max);
+    }
+    log::info("WORKER_STOPPED", {{"worker_id", worker_id_}});
+  }
+
+ private:
+  // The Bridge's canonical envelope for the task, checked against its binding, this worker's
+  // capabilities and the persisted digest the claim will name.
+  nlohmann::json resolve(const nlohmann::json& task) const {
+    const auto& persisted = task.at("metadata").at("execution");
+    nlohmann::json body = {{"task_id", task.at("task_id")},
+                           {"required_capabilities", task.at("required_capabilities")}};
+    // A deterministic task re-resolves through the plan registry; a read-only one replays its
+    // persisted envelope so the Bridge checks it instead of inventing another.
+    if (persisted.value("action", "") != "deterministic") body["execution"] = persisted;
+    const auto [status, resolved] = bridge_.call("POST", "/v2/execution-envelope", &body);
+    if (status != 200) {
+      throw Error(ErrorCode::TASK_PERSISTED_BINDING_UNVERIFIED, resolved.value("error", ""));
+    }
+    const auto binding = GovernedBinding::from_mapping(persisted);
+    const nlohmann::json capabilities = config_.capabilities;
+    auto envelope = validate_execution_envelope(
+        resolved, {.binding = &binding, .worker_capabilities = &capabilities});
+    if (envelope.at("execution_digest") != persisted.at("execution_digest")) {
+      throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
+    }
+    return envelope;
+  }
+
+  // A checkpoint left by an earlier run: go on with the same lease if it still holds; else
+  // keep it for when the task is claimed again, or drop it when the task has moved on.
+  void resume(Checkpoint& checkpoint) {
+    const nlohmann::json body = {{"lease_token", checkpoint.lease_token}, {"stage", "resume"}};
+    const auto [status, reply] =
+        api_.call("POST", "/v1/tasks/" + checkpoint.task_id + "/heartbeat", &body);
+    if (status == 200) {
+      const auto task = api_.require("GET", "/v1/tasks/" + checkpoint.task_id);
+      log::info("TASK_RESUMED", {{"task_id", checkpoint.task_id}, {"phase", checkpoint.phase}});
+      work(task.at("metadata").at("execution"), checkpoint);
+      return;
+    }
+    if (reply.value("error", "") == "TASK_NOT_FOUND" || checkpoint.phase == "result_submitted") {
+      checkpoints_.remove(checkpoint.task_id);
+      return;
+    }
+    log::info("TASK_CHECKPOINT_KEPT", {{"task_id", checkpoint.task_id},
+                                       {"phase", checkpoint.phase},
+                                       {"error", reply.value("error", "")}});
+  }
+
+  WorkOutcome work(const nlohmann::json& envelope, Checkpoint& checkpoint) {
+    const std::string task_id = checkpoint.task_id;
+    checkpoints_.save(checkpoint);
+    worker::Heartbeat heartbeat(api_, task_id, checkpoint.lease_token, config_.heartbeat_interval);
+    worker::RunContext run{
+        config_,    bridge_,      envelope, checkpoint.lease_token, checkpoint.attempt,
+        checkpoint, checkpoints_, heartbeat};
+    try {
+      const std::string adapter = envelope.at("adapter");
+      nlohmann::json result;
+      if (adapter == "deterministic") {
+        result = worker::run_deterministic(run);
+      } else if (adapter == "hermes" || adapter == "openclaw") {
+        result = worker::run_agent_runtime(run);
+      } else {
+        throw Error(ErrorCode::RUNTIME_ADAPTER_UNSUPPORTED, adapter);
+      }
+      checkpoint.state["result"] = result;
+      checkpoint.phase = "result_pending";
+      checkpoints_.save(checkpoint);
+      heartbeat.alive("result");
+      const nlohmann::json body = {
+          {"lease_token", checkpoint.lease_token},
+          {"attempt", checkpoint.attempt},
+          {"execution_digest", envelope.at("execution_digest")},
+          {"idempotency_key",
+           result_idempotency_key(task_id, checkpoint.attempt, envelope.at("execution_digest"))},
+          {"result", result}};
+      api_.require("POST", "/v1/tasks/" + task_id + "/result", &body);
+      checkpoint.phase = "result_submitted";
+      checkpoints_.save(checkpoint);
+      checkpoints_.remove(task_id);
+      log::info("TASK_RESULT_SUBMITTED", {{"task_id", task_id}, {"attempt", checkpoint.attempt}});
+      return {task_id, "SUBMITTED", result.value("status", "")};
+    } catch (const Error& error) {
+      if (lease_gone(error.code()) || heartbeat.lost()) {
+        log::warn("TASK_LEASE_LOST", {{"task_id", task_id}, {"error", error.code()}});
+        return {task_id, "LOST_LEASE", error.code()};
+      }
+      log::warn("TASK_FAILED",
+                {{"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}});
+      const nlohmann::json body = {{"lease_token", checkpoint.lease_token},
+                                   {"failure_class", failure_class_of(error.code())},
+                                   {"reason", error.code()}};
+      try {
+        api_.require("POST", "/v1/tasks/" + task_id + "/release", &body);
+      } catch (const Error& release_error) {
+        log::warn("TASK_RELEASE_FAILED", {{"task_id", task_id}, {"error", release_error.code()}});
+      }
+      checkpoints_.remove(task_id);
+      return {task_id, "RELEASED", error.code()};
+    }
+  }
+
+  WorkerConfig config_;
+  JsonService api_;
+  JsonService bridge_;
+  worker::CheckpointStore checkpoints_;
+  std::string worker_id_;
+};
+
+Worker::Worker(WorkerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Worker::~Worker() = default;
+void Worker::start() {
+  impl_->start();
+}
+std::optional<WorkOutcome> Worker::run_once() {
+  return impl_->run_once();
+}
+void Worker::run(const std::atomic<bool>& stop) {
+  impl_->run(stop);
+}
+
+}  // namespace aios

@@ -1,0 +1,128 @@
+// The worker end to end with the real daemons: a deterministic task and a Hermes task from
+// creation to SUCCEEDED, a Hermes task skipped by the generic worker and taken by the Hermes
+// worker, and a worker killed while its agent runs, restarted, with the agent run once and one
+// result submitted.
+#include <csignal>
+#include <string>
+#include <thread>
+
+#include "worker/worker_fixture.hpp"
+
+namespace aios::worker_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kWriter = {"git.read", "git.test", "governed.write.branch",
+                                          "governed.write.file"};
+
+Json hermes_task(const Json& binding) {
+  return {{"task_id", binding.at("task_id")},
+          {"goal", "Summarize the layout"},
+          {"required_capabilities", {"agent.runtime.hermes"}},
+          {"binding", binding},
+          {"execution", {{"action", "agent_runtime"}, {"adapter", "hermes"}}}};
+}
+
+TEST_F(WorkerTest, DeterministicTaskIsCommittedVerifiedAndSucceeds) {
+  // Given a deterministic task with a passing verification command, one worker pass should
+  // commit the change through the Bridge and submit a result the owner can accept.
+  auto body = deterministic_task(binding("task-w-det", "agent/w-det"),
+                                 {write_file("docs/NOTE.md", "from the worker\n")});
+  body["execution"]["verification"] = {
+      {{"label", "smoke"}, {"argv", {"/usr/bin/true"}}, {"cwd", "docs"}, {"timeout_seconds", 30}}};
+  create_task(body);
+  auto& worker = make_worker("det", kWriter, "deterministic", true);
+  worker.start();
+  ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(30))) << worker.log();
+  EXPECT_EQ(event(worker, "WORKER_ONCE_DONE").at("outcome"), "SUBMITTED") << worker.log();
+
+  const auto view = task("task-w-det");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("status"), "SUCCEEDED");
+  EXPECT_EQ(result.at("classification"), "DETERMINISTIC_CHANGE_COMMITTED");
+  EXPECT_EQ(result.at("commit_oid"), branch_oid("agent/w-det"));
+  EXPECT_EQ(result.at("tests").at(0).at("passed"), true);
+  EXPECT_EQ(repo_git("show agent/w-det:docs/NOTE.md"), "from the worker");
+  verify("task-w-det", "PASS");
+  EXPECT_EQ(task("task-w-det").at("status"), "SUCCEEDED");
+}
+
+TEST_F(WorkerTest, FailingVerificationIsReportedWithoutACommit) {
+  // Given a verification command that fails, the worker should submit a FAILED result and
+  // commit nothing.
+  auto body = deterministic_task(binding("task-w-fail", "agent/w-fail"), {write_file("a.md", "a")});
+  body["execution"]["verification"] = {{{"label", "must fail"},
+                                        {"argv", {"/usr/bin/false"}},
+                                        {"cwd", "."},
+                                        {"timeout_seconds", 30}}};
+  create_task(body);
+  auto& worker = make_worker("fail", kWriter, "deterministic", true);
+  worker.start();
+  ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(30))) << worker.log();
+  const auto view = task("task-w-fail");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump() << worker.log();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("status"), "FAILED") << result.dump();
+  EXPECT_EQ(result.at("classification"), "DETERMINISTIC_VERIFICATION_FAILED");
+  EXPECT_EQ(result.at("tests").at(0).at("exit_code"), 1);
+  EXPECT_EQ(branch_oid("agent/w-fail"), "");
+}
+
+TEST_F(WorkerTest, HermesTaskIsSkippedByTheGenericWorkerAndRunByTheHermesWorker) {
+  // Given a Hermes task, the generic worker (default adapters) should skip it before claiming,
+  // and the Hermes worker should run it through the executor once and submit its result.
+  start_executor("hermes");
+  create_task(hermes_task(binding("task-w-hermes", "agent/w-hermes")));
+  auto& generic = make_worker("generic", {"agent.runtime.hermes", "git.read"}, "", true);
+  generic.start();
+  ASSERT_TRUE(generic.wait_exit(std::chrono::seconds(30))) << generic.log();
+  EXPECT_EQ(event(generic, "WORKER_ONCE_DONE").at("outcome"), "IDLE");
+  EXPECT_EQ(task("task-w-hermes").at("status"), "QUEUED");
+  const auto eligibility =
+      require(owner().get("/v1/tasks/task-w-hermes/eligibility"), 200, "eligibility");
+  for (const auto& entry : eligibility.at("workers")) {
+    if (entry.at("worker_id") == "generic") {
+      EXPECT_THAT(entry.at("reasons").dump(), HasSubstr("adapter_not_allowed"));
+    }
+  }
+
+  auto& hermes = make_worker("hermes", {"agent.runtime.hermes"}, "hermes", true);
+  hermes.start();
+  ASSERT_TRUE(hermes.wait_exit(std::chrono::seconds(60))) << hermes.log();
+  const auto view = task("task-w-hermes");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump() << hermes.log();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("classification"), "EXTERNAL_AGENT_RUNTIME_SUCCEEDED");
+  EXPECT_EQ(result.at("writer_lease"), "NONE");
+  EXPECT_EQ(result.at("credential_material_exposed"), false);
+  EXPECT_EQ(result.at("output_json").at("answer"), "done: Summarize the layout");
+  EXPECT_EQ(agent_runs(), 1u);
+  verify("task-w-hermes", "PASS");
+  EXPECT_EQ(task("task-w-hermes").at("status"), "SUCCEEDED");
+}
+
+TEST_F(WorkerTest, WorkerKilledWhileTheAgentRunsNeverRunsItTwice) {
+  // Given a worker SIGKILLed while its external agent runs, a restarted worker should resume
+  // from its checkpoint, take the executor's one result and submit it once.
+  start_executor("hermes", 2.0);
+  create_task(hermes_task(binding("task-w-crash", "agent/w-crash")));
+  auto& worker = make_worker("crash", {"agent.runtime.hermes"}, "hermes", false);
+  worker.start();
+  ASSERT_TRUE(taskapi_test::eventually([&] { return agent_runs() == 1; })) << worker.log();
+  worker.kill();
+  worker.start();
+  ASSERT_TRUE(taskapi_test::eventually(
+      [&] { return task("task-w-crash").at("status") == "VERIFYING"; }, std::chrono::seconds(30)))
+      << worker.log();
+  EXPECT_THAT(worker.log(), HasSubstr("TASK_RESUMED"));
+  EXPECT_EQ(agent_runs(), 1u);
+  EXPECT_EQ(task("task-w-crash").at("attempt"), 1);
+  const auto types = event_types("task-w-crash");
+  EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_RESULT_SUBMITTED"), 1);
+  EXPECT_TRUE(worker.stop().exited_with(0)) << worker.log();
+}
+
+}  // namespace
+}  // namespace aios::worker_test

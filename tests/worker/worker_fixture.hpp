@@ -1,0 +1,121 @@
+#pragma once
+// End-to-end set-up for the worker: the real scheduler (Task API + Bridge over a real bare
+// authority repository), the real external agent executor serving an exchange directory with
+// a Python "agent" profile, and the real worker binary started with the seed's options.
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bridge/bridge_fixture.hpp"
+
+namespace aios::worker_test {
+
+using bridge_test::Json;
+using bridge_test::Reply;
+using bridge_test::require;
+
+inline std::filesystem::path daemon_binary(const std::string& name) {
+  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / name;
+}
+
+class WorkerTest : public bridge_test::BridgeTest {
+ protected:
+  test::SchedulerConfig config() const override {
+    test::SchedulerConfig result;
+    result.extra_args = {"--verification-executables", "/usr/bin/true,/usr/bin/false"};
+    return result;
+  }
+
+  std::filesystem::path dir() { return scheduler().dir().path(); }
+  std::filesystem::path exchange() { return dir() / "exchange"; }
+  std::filesystem::path invocations() { return dir() / "agent-invocations.log"; }
+
+  // The "agent" the executor runs: records each invocation, waits `sleep_seconds`, answers.
+  void start_executor(const std::string& runtime, double sleep_seconds = 0) {
+    std::filesystem::create_directories(dir() / "profiles");
+    std::filesystem::create_directories(dir() / "executor-tmp");
+    const auto script = dir() / "agent.py";
+    test::write_text_file(script,
+                          "import json, sys, time\n"
+                          "request = json.load(sys.stdin)\n"
+                          "with open(" +
+                              Json(invocations().string()).dump() +
+                              ", 'a') as log:\n"
+                              "    log.write('run\\n')\n"
+                              "time.sleep(" +
+                              std::to_string(sleep_seconds) +
+                              ")\n"
+                              "print(json.dumps({'answer': 'done: ' + request['goal']}))\n");
+    const Json profile = {{"schema", "aios.external-agent-runtime.profile.v1"},
+                          {"runtime", runtime},
+                          {"argv", {"/usr/bin/python3", script.string()}},
+                          {"input_mode", "stdin_json"},
+                          {"output_mode", "stdout_json"},
+                          {"timeout_seconds", 60},
+                          {"max_output_bytes", 65536}};
+    test::write_text_file(dir() / "profiles" / (runtime + ".json"), profile.dump());
+    std::filesystem::create_directories(exchange());
+    test::DaemonOptions options;
+    options.binary = daemon_binary("aios-external-agent-executor");
+    options.args = {"--root", exchange().string(), "--profile-root", (dir() / "profiles").string()};
+    options.env = {"TMPDIR=" + (dir() / "executor-tmp").string()};
+    options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
+    options.port_field.clear();
+    executor_ = std::make_unique<test::Daemon>(options, dir(), "executor");
+    executor_->start();
+  }
+
+  // A worker process for a new agent granted `capabilities`, running `adapters`.
+  test::Daemon& make_worker(const std::string& name, const std::vector<std::string>& capabilities,
+                            const std::string& adapters, bool once) {
+    Json granted = capabilities;
+    const auto token = create_agent("agent-" + name, granted);
+    const auto token_file = dir() / (name + ".token");
+    test::write_text_file(token_file, token);
+    std::string caps;
+    for (const auto& capability : capabilities) caps += (caps.empty() ? "" : ",") + capability;
+    test::DaemonOptions options;
+    options.binary = daemon_binary("aios-online-agent-worker");
+    options.args = {
+        "--api-url",           "http://127.0.0.1:" + std::to_string(port()),
+        "--bridge-url",        "http://127.0.0.1:" + std::to_string(scheduler().bridge_port()),
+        "--agent-token-file",  token_file.string(),
+        "--agent-id",          name,
+        "--capabilities",      caps,
+        "--authority-git-dir", scheduler().authority_git_dir().string(),
+        "--executor-root",     exchange().string(),
+        "--state-root",        (dir() / ("state-" + name)).string(),
+        "--heartbeat-ms",      "200"};
+    if (!adapters.empty()) {
+      options.args.push_back("--allowed-adapters");
+      options.args.push_back(adapters);
+    }
+    if (once) options.args.push_back("--once");
+    options.ready_event = once ? "WORKER_ONCE_DONE" : "WORKER_READY";
+    options.port_field.clear();
+    options.ready_timeout = std::chrono::seconds(60);
+    workers_.push_back(std::make_unique<test::Daemon>(options, dir(), "worker-" + name));
+    return *workers_.back();
+  }
+
+  // The JSON log line `event` of `daemon`'s current run (throws when there is none).
+  static Json event(test::Daemon& daemon, std::string_view name) {
+    const auto line = daemon.find_event(name);
+    if (!line) throw std::runtime_error("no " + std::string(name) + " in\n" + daemon.log());
+    return *line;
+  }
+
+  std::size_t agent_runs() {
+    std::ifstream in(invocations());
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  }
+
+  std::unique_ptr<test::Daemon> executor_;
+  std::vector<std::unique_ptr<test::Daemon>> workers_;
+};
+
+}  // namespace aios::worker_test
