@@ -130,34 +130,48 @@ nlohmann::json result_of(const nlohmann::json& envelope, const nlohmann::json& s
 
 }  // namespace
 
+Workspace::Workspace(const WorkerConfig& config, const nlohmann::json& envelope)
+    : root_(config.workspace_root /
+            (envelope.at("task_id").get<std::string>() + "-" + random_hex(6))) {
+  try {
+    fs::create_directories(root_ / "home");
+    fs::create_directories(root_ / "tmp");
+    git::Repository(config.authority_git_dir).checkout(envelope.at("base_oid"), worktree());
+  } catch (const Error&) {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+    throw;
+  } catch (const std::exception& error) {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+    workspace_failed(error.what());
+  }
+}
+
+Workspace::~Workspace() {
+  std::error_code ignored;
+  fs::remove_all(root_, ignored);
+}
+
 nlohmann::json run_deterministic(RunContext& run) {
   auto& state = run.checkpoint.state;
   if (state.contains("result")) return state["result"];
   const auto& envelope = run.envelope;
   if (!state.contains("tests")) {
-    const fs::path run_root = run.config.workspace_root /
-                              (envelope.at("task_id").get<std::string>() + "-" + random_hex(6));
-    const fs::path worktree = run_root / "worktree";
-    try {
-      fs::create_directories(run_root / "home");
-      fs::create_directories(run_root / "tmp");
+    {
       run.heartbeat.alive("workspace");
-      git::Repository(run.config.authority_git_dir).checkout(envelope.at("base_oid"), worktree);
-      for (const auto& change : envelope.at("change_set")) apply_change(worktree, change);
+      const Workspace workspace(run.config, envelope);
+      for (const auto& change : envelope.at("change_set")) {
+        apply_change(workspace.worktree(), change);
+      }
       nlohmann::json tests = nlohmann::json::array();
       for (const auto& command : envelope.at("verification")) {
         run.heartbeat.alive("verification");
-        tests.push_back(run_verification(run_root, worktree, command));
+        tests.push_back(run_verification(workspace.root(), workspace.worktree(), command));
         if (!tests.back().at("passed").get<bool>()) break;
       }
       state["tests"] = tests;
-    } catch (...) {
-      std::error_code ignored;
-      fs::remove_all(run_root, ignored);
-      throw;
     }
-    std::error_code ignored;
-    fs::remove_all(run_root, ignored);
     bool passed = true;
     for (const auto& test : state["tests"]) passed = passed && test.at("passed").get<bool>();
     if (!passed) {

@@ -105,8 +105,26 @@ struct RunContext {
   Heartbeat& heartbeat;
 };
 
+// A disposable checkout of the authority repository at the envelope's base_oid under the
+// workspace root (with home/ and tmp/ for commands), removed with everything in it when the
+// object goes. Reads the repository only; WORKER_WORKSPACE_FAILED when it cannot be made.
+class Workspace {
+ public:
+  Workspace(const WorkerConfig& config, const nlohmann::json& envelope);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path worktree() const { return root_ / "worktree"; }
+
+ private:
+  std::filesystem::path root_;
+};
+
 // Each adapter returns the result document to submit, saving its own phases on the way.
 nlohmann::json run_deterministic(RunContext& run);
 nlohmann::json run_agent_runtime(RunContext& run);
+nlohmann::json run_source_capture(RunContext& run);
 
 }  // namespace aios::worker

@@ -4,5 +4,6 @@ target_sources(aios_core PRIVATE
   worker/deterministic.cpp
   worker/results.cpp
   worker/services.cpp
+  worker/source_capture.cpp
   worker/worker.cpp
 )

@@ -179,6 +179,8 @@ class Worker::Impl {
         result = worker::run_deterministic(run);
       } else if (adapter == "hermes" || adapter == "openclaw") {
         result = worker::run_agent_runtime(run);
+      } else if (adapter == "source_capture" || adapter == "compact_interface_map") {
+        result = worker::run_source_capture(run);
       } else {
         throw Error(ErrorCode::RUNTIME_ADAPTER_UNSUPPORTED, adapter);
       }

@@ -124,5 +124,35 @@ TEST_F(WorkerTest, WorkerKilledWhileTheAgentRunsNeverRunsItTwice) {
   EXPECT_TRUE(worker.stop().exited_with(0)) << worker.log();
 }
 
+TEST_F(WorkerTest, SourceCaptureTaskProducesAnInterfaceMapWithoutWriting) {
+  // Given a source-capture task over a commit with a scheduler module, one worker pass should
+  // map the module for the task's signals and submit a read-only result.
+  const auto work = (dir() / "seed-work").string();
+  git_ok("-C " + work + " checkout -q -b source && mkdir -p " + work + "/src && printf '" +
+         "class FleetScheduler:\\n    def claim_lease(self, worker, capacity):\\n" +
+         "        return self.queue.dispatch(worker)\\n' > " + work +
+         "/src/scheduler.py && git -C " + work + " add -A && git -C " + work +
+         " -c user.name=t -c user.email=t@example.invalid commit -q -m source && git -C " + work +
+         " push -q " + scheduler().authority_git_dir().string() + " source");
+  const std::string source = git_ok("-C " + work + " rev-parse HEAD");
+  auto binding_value = binding("task-w-src", "agent/w-src");
+  binding_value["base_oid"] = source;
+  binding_value["expected_branch_oid"] = source;
+  auto body = source_capture_task(binding_value);
+  body["execution"]["source_signals"] = {"scheduler lease capacity dispatch"};
+  create_task(body);
+  auto& worker = make_worker("src", {"git.read"}, "source_capture", true);
+  worker.start();
+  ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(30))) << worker.log();
+  const auto view = task("task-w-src");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump() << worker.log();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("classification"), "P2_INTERFACE_MAP_CAPTURED") << result.dump();
+  EXPECT_EQ(result.at("writer_lease"), "NONE");
+  EXPECT_THAT(result.dump(), HasSubstr("src/scheduler.py"));
+  EXPECT_THAT(result.dump(), HasSubstr("claim_lease"));
+  EXPECT_EQ(branch_oid("agent/w-src"), "");
+}
+
 }  // namespace
 }  // namespace aios::worker_test
