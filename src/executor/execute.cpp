@@ -87,13 +87,12 @@ std::string failure_text(const Error& error) {
   return sanitize_text(text);
 }
 
-json execute_request(const fs::path& request_path, const fs::path& result_path,
-                     const ExecuteOptions& options) {
-  const json request = read_request(request_path);
-  const std::string& runtime = request["runtime"].get_ref<const std::string&>();
-  const RuntimeProfile profile =
-      load_profile(runtime, options.profile_root, options.executable_roots);
+namespace {
 
+// Runs the agent in its private directory and returns the sealed result; the directory is
+// gone when this returns, so a visible result always means the run is entirely over.
+json run_agent(const json& request, const RuntimeProfile& profile, const ExecuteOptions& options) {
+  const std::string& runtime = request["runtime"].get_ref<const std::string&>();
   files::PrivateDirectory temporary(options.temporary_root, "aios-" + runtime + "-");
   const fs::path home = temporary.path() / "home";
   if (::mkdir(home.c_str(), 0700) != 0) {
@@ -164,6 +163,17 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   };
   if (output.json) result["output_json"] = *output.json;
   result["result_sha256"] = digest(result);
+  return result;
+}
+
+}  // namespace
+
+json execute_request(const fs::path& request_path, const fs::path& result_path,
+                     const ExecuteOptions& options) {
+  const json request = read_request(request_path);
+  const RuntimeProfile profile = load_profile(request["runtime"].get<std::string>(),
+                                              options.profile_root, options.executable_roots);
+  const json result = run_agent(request, profile, options);
   try {
     const fs::path target = fs::absolute(result_path);
     fs::create_directories(target.parent_path());
