@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(50, 600000))
       ->capture_default_str();
   app.add_flag("--once", once, "Take at most one task, then exit");
+  // Crash tests only; deliberately without a flag so it cannot sit in a unit's ExecStart.
+  if (const char* phase = std::getenv("AIOS_WORKER_FAULT_KILL_AFTER_PHASE")) {
+    config.kill_after_phase = phase;
+  }
   CLI11_PARSE(app, argc, argv);
 
   const aios::daemon::TerminationSignals signals;

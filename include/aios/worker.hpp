@@ -45,6 +45,9 @@ struct WorkerConfig {
   std::chrono::milliseconds idle_backoff_max{10000};
   std::chrono::milliseconds heartbeat_interval{10000};
   std::chrono::milliseconds http_timeout{30000};
+  // Fault injection for crash tests: the worker kills itself with SIGKILL right after this
+  // checkpoint phase is durable (AIOS_WORKER_FAULT_KILL_AFTER_PHASE). Empty: never.
+  std::string kill_after_phase;
 };
 
 // What one pass of the loop did with a task.

@@ -53,7 +53,8 @@ struct Checkpoint {
 
 class CheckpointStore {
  public:
-  explicit CheckpointStore(const std::filesystem::path& path);
+  // `kill_after_phase`: see WorkerConfig::kill_after_phase.
+  CheckpointStore(const std::filesystem::path& path, std::string kill_after_phase = {});
   std::optional<Checkpoint> load(const std::string& task_id);
   std::vector<Checkpoint> all();
   void save(const Checkpoint& checkpoint);
@@ -61,6 +62,7 @@ class CheckpointStore {
 
  private:
   Database db_;
+  std::string kill_after_phase_;
 };
 
 // Heartbeats a claimed task every `interval` while the work loop keeps calling alive(); a loop

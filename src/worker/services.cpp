@@ -1,6 +1,8 @@
 // The worker's peers, its checkpoint store and its heartbeat thread.
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <csignal>
+
 #include "aios/canonical.hpp"
 #include "aios/http.hpp"
 #include "aios/log.hpp"
@@ -29,8 +31,9 @@ nlohmann::json JsonService::require(std::string_view method, const std::string& 
   return value;
 }
 
-CheckpointStore::CheckpointStore(const std::filesystem::path& path)
-    : db_(DatabaseOptions{.path = path, .connections = 1, .migrate = false}) {
+CheckpointStore::CheckpointStore(const std::filesystem::path& path, std::string kill_after_phase)
+    : db_(DatabaseOptions{.path = path, .connections = 1, .migrate = false}),
+      kill_after_phase_(std::move(kill_after_phase)) {
   db_.write([](SQLite::Database& db) {
     db.exec(
         "CREATE TABLE IF NOT EXISTS worker_checkpoints(task_id TEXT PRIMARY KEY, "
@@ -90,6 +93,11 @@ void CheckpointStore::save(const Checkpoint& checkpoint) {
   log::info("TASK_CHECKPOINT", {{"task_id", checkpoint.task_id},
                                 {"phase", checkpoint.phase},
                                 {"attempt", checkpoint.attempt}});
+  if (!kill_after_phase_.empty() && checkpoint.phase == kill_after_phase_) {
+    log::warn("FAULT_INJECTED_KILL",
+              {{"task_id", checkpoint.task_id}, {"phase", checkpoint.phase}});
+    std::raise(SIGKILL);
+  }
 }
 
 void CheckpointStore::remove(const std::string& task_id) {

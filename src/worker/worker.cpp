@@ -38,7 +38,7 @@ class Worker::Impl {
       : config_(std::move(config)),
         api_(config_.task_api_url, config_.agent_token, config_.http_timeout),
         bridge_(config_.bridge_url, config_.agent_token, config_.http_timeout),
-        checkpoints_(config_.checkpoint_db),
+        checkpoints_(config_.checkpoint_db, config_.kill_after_phase),
         worker_id_(config_.worker_id.empty() ? config_.agent_id : config_.worker_id) {}
 
   void start() {

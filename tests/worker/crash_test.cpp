@@ -1,0 +1,92 @@
+// A worker SIGKILLed right after each durable phase of a task, then restarted: the external
+// agent runs once, the branch gets one commit, and one result is submitted, whatever phase the
+// crash hit. The worker kills itself at the phase (AIOS_WORKER_FAULT_KILL_AFTER_PHASE), so the
+// crash point is exact rather than raced.
+#include <csignal>
+#include <string>
+
+#include "worker/worker_fixture.hpp"
+
+namespace aios::worker_test {
+namespace {
+
+struct CrashCase {
+  const char* action;
+  const char* phase;
+};
+
+class WorkerCrashTest : public WorkerTest, public ::testing::WithParamInterface<CrashCase> {
+ protected:
+  // Starts the worker with the fault armed, waits for its SIGKILL, restarts it unarmed and
+  // waits for the task's result.
+  void crash_and_recover(test::Daemon& worker, const std::string& task_id) {
+    worker.options().env = {std::string("AIOS_WORKER_FAULT_KILL_AFTER_PHASE=") + GetParam().phase};
+    worker.start();
+    const auto first = worker.wait_exit(std::chrono::seconds(60));
+    ASSERT_TRUE(first) << worker.log() << task(task_id).dump();
+    ASSERT_TRUE(first->killed_by(SIGKILL)) << first->describe() << "\n" << worker.log();
+    ASSERT_THAT(worker.log(), ::testing::HasSubstr("FAULT_INJECTED_KILL"));
+    worker.options().env.clear();
+    worker.start();
+    ASSERT_TRUE(taskapi_test::eventually([&] { return task(task_id).at("status") == "VERIFYING"; },
+                                         std::chrono::seconds(60)))
+        << worker.log();
+    EXPECT_TRUE(worker.stop().exited_with(0)) << worker.log();
+  }
+
+  std::size_t count_events(const std::string& task_id, const std::string& type) {
+    const auto types = event_types(task_id);
+    return static_cast<std::size_t>(std::count(types.begin(), types.end(), type));
+  }
+};
+
+TEST_P(WorkerCrashTest, RestartNeverRunsCommitsOrSubmitsTwice) {
+  const std::string task_id = std::string("task-crash-") + GetParam().action + "-" +
+                              std::string(GetParam().phase).substr(0, 12);
+  std::string safe_id;
+  for (const char c : task_id) safe_id.push_back(c == '_' ? '-' : c);
+  if (std::string(GetParam().action) == "deterministic") {
+    auto body = deterministic_task(binding(safe_id, "agent/" + safe_id),
+                                   {write_file("docs/CRASH.md", "once\n")});
+    body["execution"]["verification"] = {
+        {{"label", "smoke"}, {"argv", {"/usr/bin/true"}}, {"cwd", "."}, {"timeout_seconds", 30}}};
+    create_task(body);
+    auto& worker = make_worker(
+        "crash-det", {"git.read", "git.test", "governed.write.branch", "governed.write.file"},
+        "deterministic", false);
+    crash_and_recover(worker, safe_id);
+    EXPECT_EQ(count_events(safe_id, "BRIDGE_COMMIT_APPLIED"), 1u);
+    EXPECT_EQ(repo_git("rev-list --count agent/" + safe_id), "2");
+    EXPECT_EQ(task(safe_id).at("result").at("commit_oid"), branch_oid("agent/" + safe_id));
+  } else {
+    start_executor("hermes");
+    create_task({{"task_id", safe_id},
+                 {"goal", "Summarize the layout"},
+                 {"required_capabilities", {"agent.runtime.hermes"}},
+                 {"binding", binding(safe_id, "agent/" + safe_id)},
+                 {"execution", {{"action", "agent_runtime"}, {"adapter", "hermes"}}}});
+    auto& worker = make_worker("crash-hermes", {"agent.runtime.hermes"}, "hermes", false);
+    crash_and_recover(worker, safe_id);
+    EXPECT_EQ(agent_runs(), 1u);
+    EXPECT_EQ(task(safe_id).at("result").at("classification"), "EXTERNAL_AGENT_RUNTIME_SUCCEEDED");
+  }
+  EXPECT_EQ(count_events(safe_id, "TASK_RESULT_SUBMITTED"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPhase, WorkerCrashTest,
+                         ::testing::Values(CrashCase{"deterministic", "claimed"},
+                                           CrashCase{"deterministic", "verification_passed"},
+                                           CrashCase{"deterministic", "committed"},
+                                           CrashCase{"deterministic", "result_pending"},
+                                           CrashCase{"deterministic", "result_submitted"},
+                                           CrashCase{"agent_runtime", "claimed"},
+                                           CrashCase{"agent_runtime", "agent_runtime_done"},
+                                           CrashCase{"agent_runtime", "result_pending"},
+                                           CrashCase{"agent_runtime", "result_submitted"}),
+                         [](const ::testing::TestParamInfo<CrashCase>& param_info) {
+                           return std::string(param_info.param.action) + "_" +
+                                  param_info.param.phase;
+                         });
+
+}  // namespace
+}  // namespace aios::worker_test
