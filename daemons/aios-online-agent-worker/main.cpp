@@ -25,11 +25,6 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-std::string default_token_file() {
-  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
-  return std::string(directory != nullptr ? directory : "/run/credentials") + "/agent_token";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,7 +38,7 @@ int main(int argc, char** argv) {
       "aios-online-agent-worker"};
   aios::daemon::add_version_flag(app);
   aios::WorkerConfig config;
-  std::string token_file = default_token_file();
+  std::string token_file = aios::daemon::credential_file("agent_token");
   std::string capabilities;
   std::string adapters = "deterministic,source_capture,compact_interface_map,codex";
   std::string state_root = config.state_root.string();

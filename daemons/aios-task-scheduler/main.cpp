@@ -18,12 +18,6 @@
 
 namespace {
 
-std::string default_token_file() {
-  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
-  return std::string(directory != nullptr ? directory : "/run/credentials") +
-         "/agent_task_control_token";
-}
-
 // Returns leases whose holders went silent to the queue, every `interval`, until stopped.
 class LeaseSweeper {
  public:
@@ -71,7 +65,7 @@ int main(int argc, char** argv) {
       "aios-task-scheduler"};
   aios::daemon::add_version_flag(app);
   std::string db_path = "/var/lib/aios-agent-task/state.sqlite3";
-  std::string token_file = default_token_file();
+  std::string token_file = aios::daemon::default_control_token_file();
   std::string api_host = "127.0.0.1";
   std::uint16_t api_port = 18940;
   std::string bridge_host = "127.0.0.1";

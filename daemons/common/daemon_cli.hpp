@@ -3,7 +3,6 @@
 // read their environment variable, and exit codes from sysexits.h.
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -17,19 +16,16 @@ inline void add_version_flag(CLI::App& app) {
   app.set_version_flag("--version", app.get_name() + " " + kVersion);
 }
 
-// The seed's default for AIOS_AGENT_TASK_CONTROL_TOKEN_FILE:
-// $CREDENTIALS_DIRECTORY/agent_task_control_token, under /run/credentials when systemd set none.
-inline std::string default_control_token_file() {
+// Where systemd's LoadCredential= puts credential `name`: $CREDENTIALS_DIRECTORY/<name>, under
+// /run/credentials when systemd set none.
+inline std::string credential_file(const char* name) {
   const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
-  return std::string(directory != nullptr ? directory : "/run/credentials") +
-         "/agent_task_control_token";
+  return std::string(directory != nullptr ? directory : "/run/credentials") + "/" + name;
 }
 
-// The service loop of this daemon is not part of this build; say so instead of pretending.
-inline int not_yet_available(const CLI::App& app, const char* what) {
-  std::fprintf(stderr, "%s %s: %s is not part of this build yet; only --help and --version work\n",
-               app.get_name().c_str(), kVersion, what);
-  return kExitUnavailable;
+// The seed's default for AIOS_AGENT_TASK_CONTROL_TOKEN_FILE.
+inline std::string default_control_token_file() {
+  return credential_file("agent_task_control_token");
 }
 
 }  // namespace aios::daemon

@@ -77,6 +77,10 @@ struct Response {
 
 // `body` dumped compactly (nlohmann's dump(): object keys in sorted order, no spaces).
 // Throws nlohmann::json::type_error for strings that are not valid UTF-8.
+// The request body as a JSON object; an empty body is {}. Anything else that is not one JSON
+// object throws aios::Error REQUEST_INVALID.
+nlohmann::json json_object_body(const Request& request);
+
 Response json_response(int status, const nlohmann::json& body);
 
 // {"error": CODE} with the error's HTTP status. The detail is never sent.

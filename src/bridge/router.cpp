@@ -9,17 +9,6 @@ namespace {
 
 using envelope::fail;
 
-nlohmann::json body_of(const http::Request& request) {
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(request.body);
-  } catch (const nlohmann::json::parse_error&) {
-    fail(ErrorCode::REQUEST_INVALID);
-  }
-  if (!value.is_object()) fail(ErrorCode::REQUEST_INVALID);
-  return value;
-}
-
 http::Response reply(const std::pair<int, nlohmann::json>& result) {
   return http::json_response(result.first, result.second);
 }
@@ -62,15 +51,16 @@ http::Response Bridge::route(const http::Request& request) {
   }
   if (request.path == "/v2/plans") {
     if (!owner) fail(ErrorCode::FORBIDDEN);
-    return reply(register_plan(body_of(request)));
+    return reply(register_plan(http::json_object_body(request)));
   }
   if (request.path == "/v2/execution-envelope") {
-    return http::json_response(200, resolve_envelope(body_of(request), agent ? &*agent : nullptr));
+    return http::json_response(
+        200, resolve_envelope(http::json_object_body(request), agent ? &*agent : nullptr));
   }
   if (!agent) fail(ErrorCode::FORBIDDEN);
   if (request.path == "/v2/writer-leases")
-    return reply(acquire_writer_lease(*agent, body_of(request)));
-  return reply(governed_commit(*agent, body_of(request)));
+    return reply(acquire_writer_lease(*agent, http::json_object_body(request)));
+  return reply(governed_commit(*agent, http::json_object_body(request)));
 }
 
 }  // namespace aios

@@ -1,4 +1,4 @@
-// Request accessors and bearer-token rules.
+// Request accessors, the JSON body and bearer-token rules.
 #include "aios/canonical.hpp"
 #include "aios/http.hpp"
 #include "http/url.hpp"
@@ -42,6 +42,13 @@ std::string_view bearer_from_authorization(std::string_view value) {
 bool bearer_matches(const Request& request, std::string_view expected_token) {
   if (expected_token.empty() || request.bearer_token.empty()) return false;
   return constant_time_equal(request.bearer_token, expected_token);
+}
+
+nlohmann::json json_object_body(const Request& request) {
+  if (request.body.empty()) return nlohmann::json::object();
+  auto value = nlohmann::json::parse(request.body, nullptr, false);
+  if (value.is_discarded() || !value.is_object()) throw Error(ErrorCode::REQUEST_INVALID);
+  return value;
 }
 
 }  // namespace aios::http

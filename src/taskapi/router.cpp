@@ -24,18 +24,6 @@ std::vector<std::string_view> segments_of(std::string_view path) {
   return parts;
 }
 
-nlohmann::json body_of(const http::Request& request) {
-  if (request.body.empty()) return nlohmann::json::object();
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(request.body);
-  } catch (const nlohmann::json::parse_error&) {
-    fail(ErrorCode::REQUEST_INVALID);
-  }
-  if (!value.is_object()) fail(ErrorCode::REQUEST_INVALID);
-  return value;
-}
-
 std::string task_id_of(std::string_view segment) {
   // An id outside the task-id pattern can name no task.
   if (!envelope::is_task_id(segment)) fail(ErrorCode::TASK_NOT_FOUND);
@@ -113,12 +101,12 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (parts[1] == "agents" && n == 2 && method == "POST") {
     route_name = "agents";
     need_owner();
-    return http::json_response(201, plane_.create_agent(body_of(request)));
+    return http::json_response(201, plane_.create_agent(http::json_object_body(request)));
   }
   if (parts[1] == "workers" && n == 3 && parts[2] == "register" && method == "POST") {
     route_name = "workers_register";
     const Agent& caller = need_agent();
-    return ok(plane_.register_worker(caller, body_of(request)));
+    return ok(plane_.register_worker(caller, http::json_object_body(request)));
   }
   if (parts[1] == "fleet") {
     if (n == 2 && method == "GET") {
@@ -129,7 +117,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     if (n == 4 && parts[2] == "workers" && method == "PUT") {
       route_name = "fleet_worker";
       need_owner();
-      return ok(plane_.configure_worker(std::string(parts[3]), body_of(request)));
+      return ok(plane_.configure_worker(std::string(parts[3]), http::json_object_body(request)));
     }
     fail(ErrorCode::NOT_FOUND);
   }
@@ -137,7 +125,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 2 && method == "POST") {
     route_name = "tasks_create";
     need_owner();
-    auto [status, view] = plane_.create_task(body_of(request));
+    auto [status, view] = plane_.create_task(http::json_object_body(request));
     return http::json_response(status, view);
   }
   if (n == 2 && method == "GET") {
@@ -151,7 +139,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 3 && parts[2] == "poll" && method == "POST") {
     route_name = "tasks_poll";
     const Agent& caller = need_agent();
-    return ok(plane_.poll(caller, body_of(request)));
+    return ok(plane_.poll(caller, http::json_object_body(request)));
   }
   if (n == 3 && method == "GET") {
     route_name = "task";
@@ -174,19 +162,22 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id));
   if (method != "POST") fail(ErrorCode::NOT_FOUND);
   if (action == "claim") {
-    auto response = plane_.claim(*agent, task_id, body_of(request));
+    auto response = plane_.claim(*agent, task_id, http::json_object_body(request));
     metrics_.count_claim();
     return ok(response);
   }
-  if (action == "heartbeat") return ok(plane_.heartbeat(*agent, task_id, body_of(request)));
+  if (action == "heartbeat")
+    return ok(plane_.heartbeat(*agent, task_id, http::json_object_body(request)));
   if (action == "result") {
-    auto [status, response] = plane_.submit_result(*agent, task_id, body_of(request));
+    auto [status, response] =
+        plane_.submit_result(*agent, task_id, http::json_object_body(request));
     if (status == 201) metrics_.count_result();
     return http::json_response(status, response);
   }
-  if (action == "release") return ok(plane_.release(*agent, task_id, body_of(request)));
-  if (action == "verification") return ok(plane_.verify(task_id, body_of(request)));
-  if (action == "cancel") return ok(plane_.cancel(task_id, body_of(request)));
+  if (action == "release")
+    return ok(plane_.release(*agent, task_id, http::json_object_body(request)));
+  if (action == "verification") return ok(plane_.verify(task_id, http::json_object_body(request)));
+  if (action == "cancel") return ok(plane_.cancel(task_id, http::json_object_body(request)));
   route_name = "unknown";
   fail(ErrorCode::NOT_FOUND);
 }
