@@ -152,6 +152,8 @@ TEST_F(WorkerTest, SourceCaptureTaskProducesAnInterfaceMapWithoutWriting) {
   EXPECT_THAT(result.dump(), HasSubstr("src/scheduler.py"));
   EXPECT_THAT(result.dump(), HasSubstr("claim_lease"));
   EXPECT_EQ(branch_oid("agent/w-src"), "");
+  verify("task-w-src", "PASS");
+  EXPECT_EQ(task("task-w-src").at("status"), "SUCCEEDED");
 }
 
 }  // namespace
