@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""The suite's main job, locally: the four daemons on loopback under one temporary state root,
+and one task of each kind driven through its whole life. Started by scripts/quickstart after the
+build; see README.md. Standard library only."""
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# AIOS_BUILD_DIR: another build tree than build/ (the daemons are under its daemons/).
+BUILD = Path(os.environ.get("AIOS_BUILD_DIR", ROOT / "build")) / "daemons"
+WRITER = ["git.read", "git.test", "governed.write.branch", "governed.write.file"]
+T0 = time.monotonic()
+
+DEMO_AGENT = """import json, sys
+request = json.load(sys.stdin)
+goal = request.get("goal", "")
+print(json.dumps({"answer": "demo agent read the goal: " + goal, "words": len(goal.split())}))
+"""
+
+
+def say(task, text):
+    # \r and spaces first: the line replaces the live progress line.
+    print(f"\r{' ' * 30}\r{time.monotonic() - T0:7.2f}s  {task:<22} {text}", flush=True)
+
+
+def fail(text):
+    print(f"quickstart: FAILED: {text}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Api:
+    def __init__(self, port, token):
+        self.base, self.token = f"http://127.0.0.1:{port}", token
+
+    def call(self, method, path, body=None, ok=(200, 201)):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Authorization", "Bearer " + self.token)
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, raw = error.code, error.read()
+        value = json.loads(raw or b"{}")
+        if status not in ok:
+            fail(f"{method} {path} answered {status} {value}")
+        return value
+
+
+class Suite:
+    def __init__(self, state):
+        self.state, self.procs = state, []
+
+    def start(self, name, argv, env=None, ready=None):
+        log = open(self.state / f"{name}.log", "wb")
+        # Only what a daemon needs: the executor refuses to start beside secret-looking variables.
+        base = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
+        proc = subprocess.Popen(argv, stderr=log, stdout=log, env={**base, **(env or {})})
+        self.procs.append((name, proc))
+        if ready is None:
+            return None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for line in (self.state / f"{name}.log").read_text(errors="replace").splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == ready:
+                    return event
+            if proc.poll() is not None:
+                fail(f"{name} exited: see {self.state / (name + '.log')}")
+            time.sleep(0.05)
+        fail(f"{name} did not report {ready}")
+
+    def stop(self):
+        for name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for name, proc in self.procs:
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = "killed"
+            print(f"  stopped {name:<18} exit {code}")
+
+
+def git(*args, cwd=None):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--keep", action="store_true", help="leave the suite running")
+    parser.add_argument("--timeout", type=float, default=90, help="seconds per task")
+    args = parser.parse_args()
+    state = Path(subprocess.run(["mktemp", "-d", "/tmp/aios-quickstart-XXXXXX"],
+                                capture_output=True, text=True, check=True).stdout.strip())
+    suite = Suite(state)
+    try:
+        run(args, state, suite)
+    finally:
+        if not args.keep:
+            print("\n== stopping the suite")
+            suite.stop()
+        print(f"state, logs and the audit database: {state} (task events: GET /v1/tasks/<id>/events)")
+
+
+def run(args, state, suite):
+    control = hashlib.sha256(os.urandom(32)).hexdigest()
+    (state / "control.token").write_text(control)
+    os.chmod(state / "control.token", 0o600)
+    # The demo authority repository holds this project's own tree at its current commit.
+    authority = state / "authority.git"
+    git("init", "-q", "--bare", str(authority))
+    work = state / "seed"
+    git("clone", "-q", str(ROOT), str(work))
+    git("push", "-q", str(authority), "HEAD:refs/heads/main", cwd=work)
+    base = git("rev-parse", "HEAD", cwd=work)
+    print(f"== authority repository {authority} at {base[:12]} (this project's tree)")
+
+    ready = suite.start("scheduler", [str(BUILD / "aios-task-scheduler"),
+                                      "--db", str(state / "state.sqlite3"),
+                                      "--control-token-file", str(state / "control.token"),
+                                      "--api-port", "0", "--bridge-port", "0",
+                                      "--authority-git-dir", str(authority),
+                                      "--lease-seconds", "60",
+                                      "--verification-executables", "/usr/bin/true,/usr/bin/test"],
+                        ready="TASK_API_LISTENING")
+    api, bridge_port = Api(ready["port"], control), ready["bridge_port"]
+    bridge = Api(bridge_port, control)
+    print(f"== Task API :{ready['port']}, Bridge :{bridge_port}")
+
+    profiles, exchange = state / "profiles", state / "exchange"
+    for path in (profiles, exchange, state / "executor-tmp"):
+        path.mkdir()
+    (state / "demo_agent.py").write_text(DEMO_AGENT)
+    for runtime in ("hermes", "openclaw"):
+        (profiles / f"{runtime}.json").write_text(json.dumps({
+            "schema": "aios.external-agent-runtime.profile.v1", "runtime": runtime,
+            "argv": ["/usr/bin/python3", str(state / "demo_agent.py")],
+            "input_mode": "stdin_json", "output_mode": "stdout_json",
+            "timeout_seconds": 60, "max_output_bytes": 65536}))
+    suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
+                             "--profile-root", str(profiles)],
+                env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
+    rebind_ready = suite.start("rebind", [str(BUILD / "aios-agent-task-execution-rebind")], env={
+        "AIOS_AGENT_TASK_DB": str(state / "state.sqlite3"),
+        "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE": str(state / "control.token"),
+        "AIOS_GOVERNED_WRITE_API_URL": f"http://127.0.0.1:{bridge_port}",
+        "AIOS_TASK_EXECUTION_REBIND_PORT": "0",
+        "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID": "quickstart-rebind-authorization"},
+        ready="TASK_EXECUTION_REBIND_LISTENING")
+
+    flavours = {"generic": (WRITER, "deterministic,source_capture,compact_interface_map"),
+                "hermes": (["agent.runtime.hermes"], "hermes"),
+                "openclaw": (["agent.runtime.openclaw"], "openclaw")}
+    for name, (caps, adapters) in flavours.items():
+        token = api.call("POST", "/v1/agents", {"agent_id": f"agent-{name}",
+                                                "granted_capabilities": caps})["token"]
+        (state / f"{name}.token").write_text(token)
+        suite.start(f"worker-{name}", [
+            str(BUILD / "aios-online-agent-worker"), "--api-url", api.base,
+            "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),
+            "--agent-id", f"worker-{name}", "--capabilities", ",".join(caps),
+            "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
+            "--executor-root", str(exchange), "--state-root", str(state / f"worker-{name}"),
+            "--heartbeat-ms", "1000"], ready="WORKER_READY")
+    print("== four daemons up: scheduler (Task API + Bridge), executor, rebind, 3 workers\n")
+
+    def binding(task_id):
+        return {"task_id": task_id, "job_id": "job-" + task_id, "repository": "aios/aios",
+                "base_oid": base, "expected_branch_oid": base, "target_branch": "agent/" + task_id,
+                "branch_mode": "CREATE_NEW", "generation": 1, "idempotency_key": task_id + "-v1"}
+
+    tasks = {
+        "qs-hermes": {"goal": "Summarize the layout of the repository",
+                      "required_capabilities": ["agent.runtime.hermes"],
+                      "execution": {"action": "agent_runtime", "adapter": "hermes"}},
+        "qs-openclaw": {"goal": "List the daemons of the suite",
+                        "required_capabilities": ["agent.runtime.openclaw"],
+                        "execution": {"action": "agent_runtime", "adapter": "openclaw"}},
+        "qs-capture": {"goal": "Map the fleet scheduler interface", "required_capabilities": ["git.read"],
+                       "execution": {"action": "source_capture", "adapter": "compact_interface_map",
+                                     "capability_scope": ["git.read"],
+                                     "source_signals": ["fleet scheduler lease claim capacity"]}},
+        "qs-deterministic": {"goal": "Add the quickstart note", "execution": {
+            "action": "deterministic", "adapter": "deterministic", "capability_scope": WRITER,
+            "change_set": [{"path": "docs/QUICKSTART-NOTE.md", "operation": "write_file",
+                            "content": "Written by the quickstart through the governed commit.\n"}],
+            "verification": [{"label": "note exists", "argv": ["/usr/bin/test", "-f",
+                              "docs/QUICKSTART-NOTE.md"], "cwd": ".", "timeout_seconds": 30}]}},
+        "qs-rebind": {"goal": "Capture, then rework into a change", "required_capabilities": ["git.read"],
+                      "execution": {"action": "source_capture", "adapter": "source_capture",
+                                    "capability_scope": ["git.read"],
+                                    "source_signals": ["execution rebind digest"]}},
+    }
+    for task_id, body in tasks.items():
+        api.call("POST", "/v1/tasks", {"task_id": task_id, "binding": binding(task_id), **body})
+        say(task_id, "QUEUED")
+
+    seen, rows = {}, {}
+    rebound = False
+    deadline = time.monotonic() + args.timeout
+    while len(rows) < len(tasks):
+        for task_id in tasks:
+            if task_id in rows:
+                continue
+            view = api.call("GET", f"/v1/tasks/{task_id}")
+            status = view["status"]
+            if seen.get(task_id) != (status, view["attempt"]):
+                seen[task_id] = (status, view["attempt"])
+                who = f" by {view['claimed_by']}" if view.get("claimed_by") else ""
+                say(task_id, f"{status} (attempt {view['attempt']}){who}")
+            if status == "VERIFYING":
+                result = view["result"] or {}
+                line = result.get("classification", "?")
+                if result.get("commit_oid"):
+                    line += f" commit {result['commit_oid'][:12]}"
+                say(task_id, "result: " + line)
+                if task_id == "qs-rebind" and not rebound:
+                    rebound = True
+                    rework(api, bridge, rebind_ready["port"], control, task_id)
+                    continue
+                decision = "PASS" if result.get("status") == "SUCCEEDED" else "FAIL"
+                api.call("POST", f"/v1/tasks/{task_id}/verification",
+                         {"expected_revision": view["revision"], "decision": decision,
+                          "reason": "checked by the quickstart"})
+            if status in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                rows[task_id] = (status, view)
+                if status != "SUCCEEDED":
+                    fail(f"{task_id} ended {status}")
+        if time.monotonic() > deadline:
+            missing = [t for t in tasks if t not in rows]
+            fail(f"not finished in {args.timeout:.0f}s: {', '.join(missing)}")
+        print(f"\r  waiting: {len(rows)}/{len(tasks)} done", end="", flush=True)
+        time.sleep(0.2)
+    print("\r" + " " * 30)
+    print(f"{'task':<18} {'status':<10} {'attempt':<8} {'action':<14} result")
+    for task_id, (status, view) in rows.items():
+        result = view.get("result") or {}
+        extra = result.get("commit_oid") or result.get("output_sha256") or result.get("classification")
+        print(f"{task_id:<18} {status:<10} {view['attempt']:<8} "
+              f"{view['metadata']['execution']['action']:<14} {str(extra)[:40]}")
+    print(f"\nbranches in {authority}:")
+    print(git("--git-dir", str(authority), "branch", "--list", "agent/*", "-v"))
+    if args.keep:
+        print(f"\nthe suite keeps running: Task API {api.base}, Bridge {bridge.base}; "
+              f"owner token in {state / 'control.token'}")
+
+
+def rework(api, bridge, rebind_port, control, task_id):
+    """NEEDS_REWORK, a deterministic plan, and the owner's rebind with plain curl."""
+    view = api.call("GET", f"/v1/tasks/{task_id}")
+    api.call("POST", f"/v1/tasks/{task_id}/verification",
+             {"expected_revision": view["revision"], "decision": "NEEDS_REWORK",
+              "reason": "turn the capture into a change"})
+    say(task_id, "NEEDS_REWORK -> QUEUED")
+    plan = bridge.call("POST", "/v2/plans", {"task_id": task_id, "change_set": [
+        {"path": "docs/REBOUND-NOTE.md", "operation": "write_file",
+         "content": "Rebound by the owner in the quickstart.\n"}]})
+    view = api.call("GET", f"/v1/tasks/{task_id}")
+    body = {"expected_status": view["status"], "expected_revision": view["revision"],
+            "expected_attempt": view["attempt"],
+            "previous_verification_sha256": hashlib.sha256(canonical(view["verification"])).hexdigest(),
+            "expected_old_execution_digest": view["execution_digest"],
+            "expected_new_execution_digest": plan["execution_digest"],
+            "authorization_id": "quickstart-rebind-authorization",
+            "idempotency_key": "quickstart-rebind-1", "reason": "plan registered after projection"}
+    curl = subprocess.run(["curl", "-sS", "-X", "POST", "-H", f"Authorization: Bearer {control}",
+                           "-H", "Content-Type: application/json", "-d", json.dumps(body),
+                           f"http://127.0.0.1:{rebind_port}/v1/tasks/{task_id}/execution-rebind"],
+                          capture_output=True, text=True)
+    answer = json.loads(curl.stdout or "{}")
+    if answer.get("new_execution_digest") != plan["execution_digest"]:
+        fail(f"{task_id}: rebind answered {curl.stdout} {curl.stderr}")
+    say(task_id, f"rebound to plan {plan['execution_digest'][:12]} (curl to :{rebind_port})")
+
+
+if __name__ == "__main__":
+    main()
