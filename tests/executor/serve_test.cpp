@@ -15,10 +15,6 @@ namespace {
 using aios::test::Daemon;
 using aios::test::DaemonOptions;
 
-std::filesystem::path executor_binary() {
-  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-external-agent-executor";
-}
-
 // Waits up to 20 s for `path` to exist.
 bool wait_for(const std::filesystem::path& path) {
   for (int i = 0; i < 4000; ++i) {
@@ -39,7 +35,7 @@ class Serve : public ExecutorTest {
 
   Daemon& start(unsigned concurrency = 1, std::vector<std::string> env = {}) {
     DaemonOptions options;
-    options.binary = executor_binary();
+    options.binary = aios::test::daemon_binary("aios-external-agent-executor");
     options.args = {"--root",         root().string(),
                     "--profile-root", profiles().string(),
                     "--concurrency",  std::to_string(concurrency)};
@@ -263,7 +259,7 @@ TEST_F(Serve, DrainsOnSigterm) {
 // Given a secret-looking variable in its own environment, the executor should refuse to start.
 TEST_F(Serve, RefusesSecretEnvironment) {
   DaemonOptions options;
-  options.binary = executor_binary();
+  options.binary = aios::test::daemon_binary("aios-external-agent-executor");
   options.args = {"--root", root().string(), "--profile-root", profiles().string()};
   options.env = {"GITHUB_TOKEN=ghp_example"};
   Daemon daemon(options, dir_.path(), "secret-env");
@@ -284,8 +280,13 @@ TEST_F(Serve, OneRequestModeExitsWithTheCode) {
   const auto one = [&](const std::filesystem::path& profile_root) {
     std::string err;
     process::Spec spec;
-    spec.argv = {executor_binary().string(), "--profile-root", profile_root.string(), "--request",
-                 request_path().string(),    "--result",       result_path().string()};
+    spec.argv = {aios::test::daemon_binary("aios-external-agent-executor").string(),
+                 "--profile-root",
+                 profile_root.string(),
+                 "--request",
+                 request_path().string(),
+                 "--result",
+                 result_path().string()};
     spec.environment = {"PATH=/usr/bin", "TMPDIR=" + temporary().string()};
     spec.working_directory = dir_.path();
     spec.timeout = std::chrono::seconds(30);

@@ -21,7 +21,7 @@ namespace aios::rebind_test {
 inline constexpr std::string_view kDaemonAuthorization = "owner-execution-rebind-20260818";
 
 inline std::filesystem::path rebind_binary() {
-  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-agent-task-execution-rebind";
+  return test::daemon_binary("aios-agent-task-execution-rebind");
 }
 
 struct RebindConfig {

@@ -436,8 +436,13 @@ class Daemon {
 // --- The task scheduler ------------------------------------------------------------------------
 
 #ifdef AIOS_BINARY_DIR
+// The daemon executable `name` of this build.
+inline std::filesystem::path daemon_binary(const std::string& name) {
+  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / name;
+}
+
 inline std::filesystem::path scheduler_binary() {
-  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-task-scheduler";
+  return daemon_binary("aios-task-scheduler");
 }
 #endif
 

@@ -16,9 +16,7 @@ using bridge_test::Json;
 using bridge_test::Reply;
 using bridge_test::require;
 
-inline std::filesystem::path daemon_binary(const std::string& name) {
-  return std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / name;
-}
+using test::daemon_binary;
 
 class WorkerTest : public bridge_test::BridgeTest {
  protected:
