@@ -268,7 +268,9 @@ TEST_F(FleetOrderTest, RetryGoesToAnotherFailureDomainFirst) {
             (std::vector<std::string>{"domain-2"}));
   EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-b-1"}})["tasks"]),
             (std::vector<std::string>{"domain-1", "domain-2"}));
-  for (const auto& worker : plane_.eligibility("domain-1")["workers"]) {
+  // Keep the answer alive: a range-for over a member of a temporary would dangle.
+  const Json eligibility = plane_.eligibility("domain-1");
+  for (const auto& worker : eligibility["workers"]) {
     EXPECT_EQ(worker["retry_deferred"], worker["failure_domain"] == "zone-a") << worker.dump();
   }
 
