@@ -150,12 +150,14 @@ CREATE TABLE IF NOT EXISTS task_execution_rebinds(
   PRIMARY KEY(task_id,idempotency_key)
 );
 )sql"},
-    // A heartbeat finds its dispatch by claim id without scanning the dispatch history.
+    // A heartbeat finds its dispatch by claim id, and a poll the tasks that failed in its
+    // worker's domain, without scanning the dispatch history.
     // The governed Bridge: deterministic plans, writer leases (live while the task lease that
     // took them is), and governed commits (PENDING before the ref moves, so a crash between
     // the ref update and the receipt is recovered from the ref, never re-decided).
     {2, R"sql(
 CREATE INDEX IF NOT EXISTS fleet_dispatches_by_claim ON fleet_dispatches(claim_id);
+CREATE INDEX IF NOT EXISTS fleet_dispatches_by_domain ON fleet_dispatches(failure_domain, state);
 CREATE TABLE bridge_plans(
   task_id TEXT PRIMARY KEY,
   plan_sha256 TEXT NOT NULL,
