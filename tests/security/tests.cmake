@@ -1,0 +1,13 @@
+# Security hardening (issue 11): the authorization matrix over every endpoint of the three
+# servers, and the secret canary through a full worker + executor run.
+aios_integration_test(security_integration_tests
+  security/authorization_matrix_test.cpp
+  security/secret_canary_test.cpp)
+add_dependencies(security_integration_tests aios-agent-task-execution-rebind
+  aios-online-agent-worker aios-external-agent-executor)
+target_link_libraries(security_integration_tests PRIVATE GTest::gmock SQLiteCpp)
+
+# Storage fault injection over the task plane in-process (real SQLite): the n-th write failing,
+# a SQLITE_BUSY storm, a full disk.
+aios_test(security_tests security/storage_faults_test.cpp)
+target_link_libraries(security_tests PRIVATE SQLiteCpp SQLite::SQLite3)
