@@ -1,0 +1,165 @@
+// Fuzz targets of the HTTP surface: the request head (and body framing) through the server's
+// own parser, and every endpoint's body through the real handlers of the Task API, the
+// governed Bridge and the rebind API over one scratch database.
+#include "aios/bridge.hpp"
+#include "aios/fleet.hpp"
+#include "aios/rebind.hpp"
+#include "aios/store.hpp"
+#include "aios/sys.hpp"
+#include "aios/taskapi.hpp"
+#include "fuzz_targets.hpp"
+#include "http/request_parser.hpp"
+#include "support.hpp"
+
+namespace aios::fuzz {
+namespace {
+
+namespace beast = http::detail::beast;
+
+bool visible_ascii(std::string_view text) {
+  for (const char c : text) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+const std::string kControlToken(48, 'c');
+
+// The three handlers over one database, with an agent, its worker and a claimable task.
+struct Endpoints {
+  Endpoints()
+      : db({.path = scratch_dir() / "endpoints.sqlite3", .connections = 2}),
+        plane(db, clock),
+        api(plane, kControlToken, metrics),
+        bridge(db, plane, clock, kControlToken,
+               BridgeOptions{.authority_git_dir = scratch_dir() / "authority.git"}),
+        rebind_store(
+            db,
+            [](const std::string&, const nlohmann::json&) -> nlohmann::json {
+              throw Error(ErrorCode::CANONICAL_EXECUTION_RESOLUTION_FAILED);
+            },
+            "owner-execution-rebind-fuzz", clock),
+        rebind_api(rebind_store, kControlToken) {
+    const nlohmann::json scope = {"git.read", "git.test", "governed.write.branch",
+                                  "governed.write.file"};
+    agent_token = plane.create_agent({{"agent_id", "fz-agent"}, {"granted_capabilities", scope}})
+                      .at("token")
+                      .get<std::string>();
+    const auto agent = plane.authenticate_agent(agent_token);
+    require(agent.has_value(), "the fuzz agent does not authenticate");
+    plane.register_worker(*agent, {{"worker_id", "fz-worker"},
+                                   {"capabilities", scope},
+                                   {"allowed_adapters", {"source_capture", "deterministic"}},
+                                   {"max_concurrency", 64}});
+    const std::string oid(40, 'a');
+    plane.create_task({{"task_id", "fz-1"},
+                       {"goal", "Capture the interface"},
+                       {"binding",
+                        {{"task_id", "fz-1"},
+                         {"job_id", "job-fz-1"},
+                         {"repository", "aios/aios"},
+                         {"base_oid", oid},
+                         {"expected_branch_oid", oid},
+                         {"target_branch", "agent/fz-1"},
+                         {"branch_mode", "CREATE_NEW"},
+                         {"generation", 1},
+                         {"idempotency_key", "fz-1-binding-v1"}}},
+                       {"execution",
+                        {{"action", "source_capture"},
+                         {"adapter", "source_capture"},
+                         {"capability_scope", {"git.read"}}}}});
+  }
+
+  SystemClock clock;
+  Database db;
+  TaskPlane plane;
+  TaskApiMetrics metrics;
+  TaskApi api;
+  Bridge bridge;
+  ExecutionRebindStore rebind_store;
+  ExecutionRebindApi rebind_api;
+  std::string agent_token;
+};
+
+enum class Server { kTaskApi, kBridge, kRebind };
+
+struct Route {
+  Server server;
+  const char* method;
+  const char* path;
+};
+
+constexpr Route kRoutes[] = {
+    {Server::kTaskApi, "POST", "/v1/agents"},
+    {Server::kTaskApi, "POST", "/v1/workers/register"},
+    {Server::kTaskApi, "POST", "/v1/tasks"},
+    {Server::kTaskApi, "POST", "/v1/tasks/poll"},
+    {Server::kTaskApi, "POST", "/v1/tasks/fz-1/claim"},
+    {Server::kTaskApi, "POST", "/v1/tasks/fz-1/heartbeat"},
+    {Server::kTaskApi, "POST", "/v1/tasks/fz-1/result"},
+    {Server::kTaskApi, "POST", "/v1/tasks/fz-1/release"},
+    {Server::kTaskApi, "POST", "/v1/tasks/fz-1/verification"},
+    {Server::kTaskApi, "POST", "/v1/tasks/fz-1/cancel"},
+    {Server::kTaskApi, "PUT", "/v1/fleet/workers/fz-worker"},
+    {Server::kBridge, "POST", "/v2/plans"},
+    {Server::kBridge, "POST", "/v2/execution-envelope"},
+    {Server::kBridge, "POST", "/v2/writer-leases"},
+    {Server::kBridge, "POST", "/v2/governed-commits"},
+    {Server::kRebind, "POST", "/v1/tasks/fz-1/execution-rebind"},
+};
+
+}  // namespace
+
+int http_request_head(const std::uint8_t* data, std::size_t size) {
+  http::Request request;
+  http::detail::RequestParser parser(request, 64 * 1024, 8 * 1024);
+  parser.eager(true);
+  beast::error_code ec;
+  std::string_view rest = text_of(data, size);
+  while (!rest.empty() && !parser.is_done()) {
+    const std::size_t used = parser.put(boost::asio::buffer(rest.data(), rest.size()), ec);
+    if (ec) break;
+    rest.remove_prefix(used);
+    if (used == 0) break;
+  }
+  if (!ec && !parser.is_done() && parser.got_some()) parser.put_eof(ec);
+  if (!ec && parser.is_header_done()) {
+    require(!request.target.empty() && request.target.front() == '/',
+            "a parsed request-target is not origin-form");
+    require(parser.version() == 10 || parser.version() == 11, "an unsupported HTTP version");
+    require(request.target.starts_with(request.path), "the path is not the target's prefix");
+    require(visible_ascii(request.bearer_token), "a bearer token with invisible characters");
+    (void)request.header("authorization");
+  }
+  return 0;
+}
+
+int http_endpoints(const std::uint8_t* data, std::size_t size) {
+  static Endpoints endpoints;
+  if (size < 2) return 0;
+  const Route& route = kRoutes[data[0] % std::size(kRoutes)];
+  http::Request request;
+  request.method = route.method;
+  request.target = route.path;
+  request.path = route.path;
+  request.body.assign(text_of(data + 2, size - 2));
+  request.remote_address = "127.0.0.1";
+  request.bearer_token = data[1] % 2 == 0 ? kControlToken : endpoints.agent_token;
+  const http::Response response = route.server == Server::kTaskApi ? endpoints.api.handle(request)
+                                  : route.server == Server::kBridge
+                                      ? endpoints.bridge.handle(request)
+                                      : endpoints.rebind_api.handle(request);
+  require(response.status >= 200 && response.status <= 599, "a status outside 200-599");
+  require(response.body.find(kControlToken) == std::string::npos,
+          "an answer carries the control token");
+  require(response.body.find(endpoints.agent_token) == std::string::npos,
+          "an answer carries the agent token");
+  if (response.status >= 400) {
+    const auto body = json_of(response.body);
+    require(body && body->is_object() && body->contains("error"), "a refusal without a code");
+    require(body->at("error") != "INTERNAL_ERROR", "an input reached the last-resort 500");
+  }
+  return 0;
+}
+
+}  // namespace aios::fuzz
