@@ -2,6 +2,7 @@
 #include <string>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
 #include "aios/http.hpp"
 #include "aios/log.hpp"
@@ -68,8 +69,13 @@ int main(int argc, char** argv) {
                                                         {"db", db_path},
                                                         {"bridge_url", bridge_url},
                                                         {"version", aios::kVersion}});
+    aios::service_manager::notify_ready("serving execution rebind on " + host + ":" +
+                                        std::to_string(server.port()));
+    const aios::service_manager::Watchdog watchdog(
+        [&] { return aios::daemon::answers_health(host, server.port()); });
     const int signal = signals.wait();
     aios::log::info("SHUTDOWN_REQUESTED", {{"signal", signal}, {"in_flight", server.in_flight()}});
+    aios::service_manager::notify_stopping("draining in-flight requests");
     server.stop();
     aios::log::info("STOPPED");
     return 0;

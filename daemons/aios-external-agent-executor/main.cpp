@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
 #include "aios/executor.hpp"
 #include "aios/log.hpp"
@@ -104,8 +105,12 @@ int main(int argc, char** argv) {
         ::kill(::getpid(), SIGTERM);  // wakes the signal wait below
       }
     });
+    // The inotify watch is up once the server exists: a request renamed in from now on is seen.
+    aios::service_manager::notify_ready("watching " + root + "/requests");
+    const aios::service_manager::Watchdog watchdog([&failed] { return !failed.load(); });
     const int signal = signals.wait();
     aios::log::info("EXTERNAL_AGENT_EXECUTOR_DRAINING", {{"signal", signal}});
+    aios::service_manager::notify_stopping("draining running agents");
     server.stop();
     serving.join();
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

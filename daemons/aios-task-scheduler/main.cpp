@@ -1,56 +1,49 @@
 // aios-task-scheduler: the Task API (leases, fleet scheduling) and the governed Bridge.
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdlib>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../common/daemon_cli.hpp"
+#include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
 #include "aios/bridge.hpp"
 #include "aios/fleet.hpp"
 #include "aios/http.hpp"
 #include "aios/log.hpp"
 #include "aios/store.hpp"
+#include "aios/sys.hpp"
 #include "aios/taskapi.hpp"
 
 namespace {
 
-// Returns leases whose holders went silent to the queue, every `interval`, until stopped.
+// Returns leases whose holders went silent to the queue, every `interval`; the last successful
+// sweep's time is the daemon's liveness for the watchdog.
 class LeaseSweeper {
  public:
   LeaseSweeper(aios::TaskPlane& plane, aios::TaskApiMetrics& metrics,
                std::chrono::milliseconds interval)
-      : thread_([this, &plane, &metrics, interval] {
-          std::unique_lock lock(mutex_);
-          while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
-            lock.unlock();
-            try {
-              const auto swept = plane.sweep_expired_leases();
-              metrics.count_expired(swept);
-              if (swept > 0) aios::log::info("LEASES_EXPIRED", {{"count", swept}});
-            } catch (const aios::Error& error) {
-              aios::log::warn("LEASE_SWEEP_FAILED", {{"error", error.code()}});
-            }
-            lock.lock();
+      : last_success_(std::chrono::steady_clock::now()),
+        ticker_(interval, [this, &plane, &metrics] {
+          try {
+            const auto swept = plane.sweep_expired_leases();
+            metrics.count_expired(swept);
+            if (swept > 0) aios::log::info("LEASES_EXPIRED", {{"count", swept}});
+            last_success_ = std::chrono::steady_clock::now();
+          } catch (const aios::Error& error) {
+            aios::log::warn("LEASE_SWEEP_FAILED", {{"error", error.code()}});
           }
         }) {}
-  ~LeaseSweeper() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
+
+  // The database answered a write transaction within `window`.
+  bool recent(std::chrono::steady_clock::duration window) const {
+    return std::chrono::steady_clock::now() - last_success_.load() < window;
   }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::atomic<std::chrono::steady_clock::time_point> last_success_;
+  aios::PeriodicThread ticker_;
 };
 
 }  // namespace
@@ -151,8 +144,17 @@ int main(int argc, char** argv) {
                                            {"db", db_path},
                                            {"schema_version", db.schema_version()},
                                            {"version", aios::kVersion}});
+    aios::service_manager::notify_ready("serving the Task API on " + api_host + ":" +
+                                        std::to_string(server.port()) + " and the Bridge on " +
+                                        bridge_host + ":" + std::to_string(bridge_server.port()));
+    const aios::service_manager::Watchdog watchdog([&] {
+      return sweeper.recent(std::chrono::milliseconds(3 * sweep_ms) + std::chrono::seconds(10)) &&
+             aios::daemon::answers_health(api_host, server.port()) &&
+             aios::daemon::answers_health(bridge_host, bridge_server.port());
+    });
     const int signal = signals.wait();
     aios::log::info("SHUTDOWN_REQUESTED", {{"signal", signal}, {"in_flight", server.in_flight()}});
+    aios::service_manager::notify_stopping("draining in-flight requests");
     server.stop();
     bridge_server.stop();
     aios::log::info("STOPPED");

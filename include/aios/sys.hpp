@@ -4,11 +4,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "aios/error.hpp"
 
@@ -61,5 +65,21 @@ std::string random_hex(std::size_t bytes);
 // The error never carries the content.
 std::string read_secret_file(const std::filesystem::path& path, std::size_t min_length,
                              ErrorCode unavailable, ErrorCode invalid);
+
+// Calls `tick` every `interval` on its own thread until destroyed; the destructor wakes the
+// thread at once and waits for a running tick to return. `tick` must not throw.
+class PeriodicThread {
+ public:
+  PeriodicThread(std::chrono::milliseconds interval, std::function<void()> tick);
+  ~PeriodicThread();
+  PeriodicThread(const PeriodicThread&) = delete;
+  PeriodicThread& operator=(const PeriodicThread&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
 
 }  // namespace aios

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "aios/store.hpp"
+#include "aios/sys.hpp"
 #include "aios/worker.hpp"
 
 namespace aios::worker {
@@ -72,27 +73,21 @@ class Heartbeat {
  public:
   Heartbeat(const JsonService& api, std::string task_id, std::string lease_token,
             std::chrono::milliseconds interval);
-  ~Heartbeat();
-  Heartbeat(const Heartbeat&) = delete;
-  Heartbeat& operator=(const Heartbeat&) = delete;
-
   void alive(const std::string& stage);
   bool lost() const { return lost_.load(); }
 
  private:
-  void loop();
+  void beat();
 
   const JsonService& api_;
   std::string task_id_;
   std::string lease_token_;
   std::chrono::milliseconds interval_;
   std::mutex mutex_;
-  std::condition_variable wake_;
   std::chrono::steady_clock::time_point last_alive_;
   std::string stage_;
-  bool stopping_ = false;
   std::atomic<bool> lost_{false};
-  std::thread thread_;
+  PeriodicThread ticker_;  // last: it calls beat() on the members above
 };
 
 // What an adapter needs of the run.

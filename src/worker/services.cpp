@@ -115,16 +115,7 @@ Heartbeat::Heartbeat(const JsonService& api, std::string task_id, std::string le
       lease_token_(std::move(lease_token)),
       interval_(interval),
       last_alive_(std::chrono::steady_clock::now()),
-      thread_([this] { loop(); }) {}
-
-Heartbeat::~Heartbeat() {
-  {
-    const std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
+      ticker_(interval, [this] { beat(); }) {}
 
 void Heartbeat::alive(const std::string& stage) {
   const std::lock_guard lock(mutex_);
@@ -132,23 +123,22 @@ void Heartbeat::alive(const std::string& stage) {
   stage_ = stage;
 }
 
-void Heartbeat::loop() {
-  std::unique_lock lock(mutex_);
-  while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+void Heartbeat::beat() {
+  nlohmann::json body;
+  {
+    const std::lock_guard lock(mutex_);
     // A work loop silent for two intervals is stalled: let the lease run out.
-    if (std::chrono::steady_clock::now() - last_alive_ > 2 * interval_) continue;
-    const nlohmann::json body = {{"lease_token", lease_token_}, {"stage", stage_}};
-    lock.unlock();
-    try {
-      const auto [status, reply] = api_.call("POST", "/v1/tasks/" + task_id_ + "/heartbeat", &body);
-      if (status == 409 || status == 404) {
-        lost_ = true;
-        log::warn("TASK_LEASE_LOST", {{"task_id", task_id_}, {"error", reply.value("error", "")}});
-      }
-    } catch (const Error& error) {
-      log::warn("HEARTBEAT_FAILED", {{"task_id", task_id_}, {"error", error.code()}});
+    if (std::chrono::steady_clock::now() - last_alive_ > 2 * interval_) return;
+    body = {{"lease_token", lease_token_}, {"stage", stage_}};
+  }
+  try {
+    const auto [status, reply] = api_.call("POST", "/v1/tasks/" + task_id_ + "/heartbeat", &body);
+    if (status == 409 || status == 404) {
+      lost_ = true;
+      log::warn("TASK_LEASE_LOST", {{"task_id", task_id_}, {"error", reply.value("error", "")}});
     }
-    lock.lock();
+  } catch (const Error& error) {
+    log::warn("HEARTBEAT_FAILED", {{"task_id", task_id_}, {"error", error.code()}});
   }
 }
 

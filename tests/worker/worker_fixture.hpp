@@ -31,7 +31,8 @@ class WorkerTest : public bridge_test::BridgeTest {
   std::filesystem::path invocations() { return dir() / "agent-invocations.log"; }
 
   // The "agent" the executor runs: records each invocation, waits `sleep_seconds`, answers.
-  void start_executor(const std::string& runtime, double sleep_seconds = 0) {
+  void start_executor(const std::string& runtime, double sleep_seconds = 0,
+                      const std::vector<std::string>& extra_env = {}) {
     std::filesystem::create_directories(dir() / "profiles");
     std::filesystem::create_directories(dir() / "executor-tmp");
     const auto script = dir() / "agent.py";
@@ -59,6 +60,7 @@ class WorkerTest : public bridge_test::BridgeTest {
     options.binary = daemon_binary("aios-external-agent-executor");
     options.args = {"--root", exchange().string(), "--profile-root", (dir() / "profiles").string()};
     options.env = {"TMPDIR=" + (dir() / "executor-tmp").string()};
+    options.env.insert(options.env.end(), extra_env.begin(), extra_env.end());
     options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
     options.port_field.clear();
     executor_ = std::make_unique<test::Daemon>(options, dir(), "executor");
