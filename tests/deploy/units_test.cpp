@@ -3,7 +3,10 @@
 
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
+
+#include "support/run_command.hpp"
 
 namespace {
 
@@ -27,7 +30,7 @@ TEST(Units, TaskApiIsUnprivilegedLoopbackAndCredentialBound) {
         "Environment=AIOS_AGENT_TASK_CONTROL_TOKEN_FILE=%d/agent_task_control_token",
         "Environment=AIOS_AGENT_TASK_DB=/var/lib/aios-agent-task/state.sqlite3",
         "ExecStart=/usr/bin/aios-task-scheduler", "NoNewPrivileges=true", "ProtectSystem=strict",
-        "IPAddressDeny=any", "IPAddressAllow=localhost", "CapabilityBoundingSet=", "UMask=0077"}) {
+        "IPAddressDeny=any", "IPAddressAllow=localhost", "CapabilityBoundingSet=", "UMask=0027"}) {
     EXPECT_TRUE(has_line(unit, line)) << line;
   }
   EXPECT_EQ(unit.find("User=root"), std::string::npos);
@@ -144,6 +147,52 @@ TEST(Units, WorkerUnitsAreCapabilityAndAdapterScoped) {
     EXPECT_NE(unit.find("\nLoadCredentialEncrypted=agent_token:"), std::string::npos) << c.unit;
     EXPECT_EQ(unit.find("User=root"), std::string::npos) << c.unit;
     EXPECT_EQ(unit.find("TOKEN="), std::string::npos) << c.unit;
+  }
+}
+
+// Every unit, with the exposure budget `systemd-analyze security --offline=true` must keep it
+// within: the two control-plane daemons at most 1.0, everything else at most 1.5.
+struct UnitBudget {
+  const char* unit;
+  double max_exposure;
+};
+constexpr UnitBudget kUnitBudgets[] = {
+    {"aios-agent-task-api.service", 1.0},
+    {"aios-agent-task-execution-rebind.service", 1.0},
+    {"aios-external-agent-executor.service", 1.5},
+    {"aios-online-agent-worker.service", 1.5},
+    {"aios-hermes-online-agent-worker.service", 1.5},
+    {"aios-openclaw-online-agent-worker.service", 1.5},
+};
+
+double exposure_of(const std::string& unit) {
+  const auto path = std::string(AIOS_SOURCE_DIR) + "/deploy/systemd/" + unit;
+  const auto result =
+      aios::test::run_command("systemd-analyze security --no-pager --offline=true " + path);
+  std::smatch match;
+  static const std::regex kOverall(R"(Overall exposure level for \S+: ([0-9]+\.[0-9]))");
+  if (!std::regex_search(result.output, match, kOverall)) {
+    ADD_FAILURE() << unit << ": no exposure in\n" << result.output;
+    return 10.0;
+  }
+  return std::stod(match[1].str());
+}
+
+TEST(Units, ExposureWithinBudget) {
+  for (const auto& budget : kUnitBudgets) {
+    EXPECT_LE(exposure_of(budget.unit), budget.max_exposure) << budget.unit;
+  }
+}
+
+// systemd orders dependants on READY=1 and restarts a daemon whose watchdog pings stop; only
+// the main process may notify (an agent child cannot claim readiness or feed the watchdog).
+TEST(Units, EveryUnitNotifiesAndHasAWatchdog) {
+  for (const auto& budget : kUnitBudgets) {
+    const auto unit = read_file(std::string("deploy/systemd/") + budget.unit);
+    for (const char* line : {"Type=notify", "NotifyAccess=main"}) {
+      EXPECT_TRUE(has_line(unit, line)) << budget.unit << ": " << line;
+    }
+    EXPECT_NE(unit.find("\nWatchdogSec="), std::string::npos) << budget.unit;
   }
 }
 
