@@ -110,6 +110,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--keep", action="store_true", help="leave the suite running")
     parser.add_argument("--timeout", type=float, default=90, help="seconds per task")
+    parser.add_argument("--openclaw-profile", type=Path, metavar="FILE",
+                        help="run the openclaw task with this real runtime profile (for example "
+                             "/etc/aios/external-agent-runtime.d/openclaw.json) instead of the "
+                             "demo agent")
+    parser.add_argument("--credentials-directory", type=Path, metavar="DIR",
+                        help="the executor's CREDENTIALS_DIRECTORY: the provider credential the "
+                             "real profile names (never copied, never logged)")
+    parser.add_argument("--executable-root", action="append", default=[], metavar="DIR",
+                        help="a directory the real profile's executable may live under "
+                             "(repeatable; replaces the executor's built-in list)")
     args = parser.parse_args()
     state = Path(subprocess.run(["mktemp", "-d", "/tmp/aios-quickstart-XXXXXX"],
                                 capture_output=True, text=True, check=True).stdout.strip())
@@ -158,9 +168,20 @@ def run(args, state, suite):
             "argv": ["/usr/bin/python3", str(state / "demo_agent.py")],
             "input_mode": "stdin_json", "output_mode": "stdout_json",
             "timeout_seconds": 60, "max_output_bytes": 65536}))
-    suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
-                             "--profile-root", str(profiles)],
-                env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
+    executor_argv = [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
+                     "--profile-root", str(profiles)]
+    executor_env = {"TMPDIR": str(state / "executor-tmp")}
+    if args.openclaw_profile:
+        (profiles / "openclaw.json").write_bytes(args.openclaw_profile.read_bytes())
+        print(f"== openclaw runs the real profile {args.openclaw_profile}")
+        executor_argv += [item for root in args.executable_root
+                          for item in ("--executable-root", root)]
+        if args.credentials_directory:
+            executor_env["CREDENTIALS_DIRECTORY"] = str(args.credentials_directory)
+        # The Python demo stays on the executor's allow list when the list is replaced.
+        if args.executable_root:
+            executor_argv += ["--executable-root", "/usr/bin"]
+    suite.start("executor", executor_argv, env=executor_env, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
     rebind_ready = suite.start("rebind", [str(BUILD / "aios-agent-task-execution-rebind")], env={
         "AIOS_AGENT_TASK_DB": str(state / "state.sqlite3"),
         "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE": str(state / "control.token"),

@@ -1,0 +1,45 @@
+# `cmake --install` and the .deb (CPack): binaries in /usr/bin, units, tmpfiles and sysusers
+# under /usr/lib, root-owned profile templates in /etc/aios, docs in /usr/share/doc. Nothing
+# installed is writable by a service user; the services' own directories come from tmpfiles.
+include(GNUInstallDirs)
+
+file(GLOB AIOS_UNITS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/systemd/*.service")
+file(GLOB AIOS_TMPFILES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/tmpfiles.d/*.conf")
+file(GLOB AIOS_SYSUSERS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/sysusers.d/*.conf")
+file(GLOB AIOS_PROFILES CONFIGURE_DEPENDS
+  "${PROJECT_SOURCE_DIR}/config/external-agent-runtime.d/*")
+file(GLOB AIOS_DOCS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
+
+install(FILES ${AIOS_UNITS} DESTINATION lib/systemd/system)
+install(FILES ${AIOS_TMPFILES} DESTINATION lib/tmpfiles.d)
+install(FILES ${AIOS_SYSUSERS} DESTINATION lib/sysusers.d)
+# The executor unit reads its profiles here whatever the prefix.
+set(AIOS_PROFILE_DIR /etc/aios/external-agent-runtime.d)
+install(FILES ${AIOS_PROFILES} DESTINATION "${AIOS_PROFILE_DIR}")
+install(FILES "${PROJECT_SOURCE_DIR}/README.md" ${AIOS_DOCS}
+  DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/aios-online-agent-runtime")
+
+# The package: dpkg-shlibdeps computes the library dependencies; systemd provides sysusers and
+# tmpfiles for the postinst. Files under /etc are conffiles, so local edits survive upgrades.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME aios-online-agent-runtime)
+set(CPACK_PACKAGE_VENDOR "AIOS")
+set(CPACK_PACKAGE_CONTACT "AIOS operators <root@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Governed runtime for online AI agents (systemd daemons)")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd")
+set(AIOS_CONFFILES "")
+foreach(profile IN LISTS AIOS_PROFILES)
+  get_filename_component(name "${profile}" NAME)
+  string(APPEND AIOS_CONFFILES "${AIOS_PROFILE_DIR}/${name}\n")
+endforeach()
+file(WRITE "${PROJECT_BINARY_DIR}/debian/conffiles" "${AIOS_CONFFILES}")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+  "${PROJECT_BINARY_DIR}/debian/conffiles"
+  "${PROJECT_SOURCE_DIR}/deploy/debian/postinst"
+  "${PROJECT_SOURCE_DIR}/deploy/debian/prerm")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+include(CPack)

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Builds the .deb with CPack from this build tree, installs it with dpkg into a scratch root
+# (maintainer scripts run chrootless against that root, as dpkg --root allows), and checks what
+# an operator gets: the FHS layout, root-owned files no service can write, the service users,
+# groups and directories, and units that `systemd-analyze verify` accepts with the binaries
+# in place. Needs root (dpkg --root and chown); exit 77 (skipped) otherwise.
+set -euo pipefail
+build_dir=$1
+if [ "$(id -u)" -ne 0 ]; then
+  echo "package test: needs root for dpkg --root; skipped"
+  exit 77
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/aios-package-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+cpack --config "$build_dir/CPackConfig.cmake" -B "$work/out" >"$work/cpack.log" 2>&1 \
+  || { cat "$work/cpack.log"; exit 1; }
+deb=$(ls "$work"/out/*.deb)
+echo "package: $(basename "$deb")"
+
+# Contents: every entry root-owned, nothing group- or world-writable.
+dpkg-deb -c "$deb" >"$work/contents"
+awk '$2 != "root/root" { print "not root-owned: " $0 }' "$work/contents" >"$work/bad-owner"
+awk 'substr($1, 6, 1) == "w" || substr($1, 9, 1) == "w" { print "writable: " $0 }' \
+  "$work/contents" >"$work/bad-mode"
+[ -s "$work/bad-owner" ] && fail "$(cat "$work/bad-owner")"
+[ -s "$work/bad-mode" ] && fail "$(cat "$work/bad-mode")"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+for needed in systemd libgit2 libsqlite3 libsystemd0 libssl3; do
+  [[ "$depends" == *"$needed"* ]] || fail "Depends lacks $needed: $depends"
+done
+dpkg-deb --ctrl-tarfile "$deb" | tar -tf - | grep -qx './conffiles' || fail "no conffiles"
+
+# Install into a scratch root with its own dpkg database.
+root="$work/root"
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/etc"
+touch "$root/var/lib/dpkg/status" "$root/var/lib/dpkg/available"
+# What every Debian base system has before this package: root, and systemd's own units.
+echo 'root:x:0:0:root:/root:/bin/bash' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
+mkdir -p "$root/usr/lib/systemd"
+cp -a /usr/lib/systemd/system "$root/usr/lib/systemd/system"
+dpkg --root="$root" --force-script-chrootless --force-depends --log=/dev/null -i "$deb" \
+  >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; exit 1; }
+dpkg --root="$root" -s aios-online-agent-runtime | grep -q '^Status: install ok installed' \
+  || fail "dpkg does not report the package installed"
+
+for binary in aios-task-scheduler aios-agent-task-execution-rebind aios-external-agent-executor \
+  aios-online-agent-worker aios-envelope; do
+  [ -x "$root/usr/bin/$binary" ] || fail "missing /usr/bin/$binary"
+done
+"$root/usr/bin/aios-task-scheduler" --version | grep -q '^aios-task-scheduler ' \
+  || fail "the installed scheduler does not run"
+units=(aios-agent-task-api aios-agent-task-execution-rebind aios-external-agent-executor
+  aios-online-agent-worker aios-hermes-online-agent-worker aios-openclaw-online-agent-worker)
+for unit in "${units[@]}"; do
+  [ -f "$root/usr/lib/systemd/system/$unit.service" ] || fail "missing unit $unit"
+done
+for file in usr/lib/tmpfiles.d/aios-agent-task.conf usr/lib/tmpfiles.d/aios-external-agent-runtime.conf \
+  usr/lib/sysusers.d/aios-online-agent-runtime.conf etc/aios/external-agent-runtime.d/openclaw.profile.json \
+  etc/aios/external-agent-runtime.d/hermes.profile.json usr/share/doc/aios-online-agent-runtime/operations.md; do
+  [ -f "$root/$file" ] || fail "missing /$file"
+done
+
+# The postinst made the users, groups and memberships (sysusers) in the scratch root...
+for user in aios-agent-task aios-engineering-worker aios-engineering-executor; do
+  grep -q "^$user:" "$root/etc/passwd" || fail "no user $user"
+done
+grep -q '^gitops:.*:.*aios-engineering-worker' "$root/etc/group" || fail "worker not in gitops"
+grep -q '^aios-executor-exchange:.*aios-engineering-executor' "$root/etc/group" \
+  || fail "executor not in aios-executor-exchange"
+
+# ... and the service directories (tmpfiles), owned by their service with the right mode.
+owner_and_mode() {
+  local path=$1 uid gid
+  uid=$(stat -c %u "$root$path")
+  gid=$(stat -c %g "$root$path")
+  echo "$(awk -F: -v id="$uid" '$3 == id { print $1 }' "$root/etc/passwd"):$(awk -F: -v id="$gid" \
+    '$3 == id { print $1 }' "$root/etc/group") $(stat -c %a "$root$path")"
+}
+expect_dir() {
+  [ -d "$root$1" ] || { fail "missing directory $1"; return; }
+  local got
+  got=$(owner_and_mode "$1")
+  [ "$got" = "$2" ] || fail "$1 is $got, expected $2"
+}
+expect_dir /var/lib/aios-agent-task "aios-agent-task:aios-agent-task 750"
+expect_dir /data/aios-gitops "aios-agent-task:gitops 2750"
+expect_dir /var/lib/aios-external-agent-executor "aios-engineering-executor:aios-executor-exchange 2770"
+expect_dir /var/lib/aios-external-agent-executor/started "aios-engineering-executor:aios-executor-exchange 750"
+expect_dir /var/lib/aios-online-agent-worker "aios-engineering-worker:aios-engineering-worker 750"
+expect_dir /etc/aios/external-agent-runtime.d "root:root 755"
+
+# No installed file is writable by anyone but root.
+writable=$(find "$root/usr" "$root/etc/aios" -perm /022 ! -type l -print)
+[ -z "$writable" ] || fail "group/world-writable: $writable"
+
+# The units as systemd will load them, with the binaries installed.
+if ! systemd-analyze verify --root="$root" "${units[@]/%/.service}" >"$work/verify.log" 2>&1; then
+  fail "systemd-analyze verify: $(cat "$work/verify.log")"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "package test: $failures failure(s)"
+  exit 1
+fi
+echo "package test: ok"
