@@ -6,6 +6,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/fault.hpp"
 #include "aios/process.hpp"
 #include "canonical/utf8.hpp"
 #include "executor/files.hpp"
@@ -129,6 +130,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
 
   if (options.before_spawn) options.before_spawn();
+  fault_point("executor_start_marked");
   process::Outcome outcome;
   try {
     outcome = process::run(spec);
@@ -171,6 +173,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
 json execute_request(const fs::path& request_path, const fs::path& result_path,
                      const ExecuteOptions& options) {
   const json request = read_request(request_path);
+  fault_point("executor_request_accepted");
   const RuntimeProfile profile = load_profile(request["runtime"].get<std::string>(),
                                               options.profile_root, options.executable_roots);
   const json result = run_agent(request, profile, options);
@@ -181,6 +184,7 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   } catch (const std::exception& error) {
     throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_WRITE_FAILED, error.what());
   }
+  fault_point("executor_outcome_written");
   return result;
 }
 

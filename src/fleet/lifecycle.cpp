@@ -1,6 +1,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "aios/canonical.hpp"
+#include "aios/fault.hpp"
 #include "envelope/fields.hpp"
 #include "fleet/internal.hpp"
 
@@ -215,6 +216,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
     insert.bind(7, now_iso);
     insert.exec();
   });
+  if (status == 201) fault_point("scheduler_result_committed");
   return {status, response};
 }
 

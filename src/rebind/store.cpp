@@ -6,6 +6,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
+#include "aios/fault.hpp"
 #include "aios/rebind.hpp"
 #include "envelope/fields.hpp"
 #include "rebind/task_snapshot.hpp"
@@ -167,6 +168,7 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
 
   const auto binding = GovernedBinding::from_mapping(snapshot.old_execution);
   const auto resolved = resolver_(task_id, snapshot.required_capabilities);
+  fault_point("rebind_resolved");
   const auto new_execution = validate_execution_envelope(resolved, {.binding = &binding});
   if (new_execution.at("action") != "deterministic") {
     fail(ErrorCode::EXECUTION_REBIND_DETERMINISTIC_PLAN_REQUIRED);
@@ -228,6 +230,7 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
               {"authorization_id", request.authorization_id},
               {"idempotent", false}};
   });
+  if (!recorded) fault_point("rebind_committed");
   return recorded ? *recorded : result;
 }
 

@@ -2,6 +2,7 @@
 #include <optional>
 #include <vector>
 
+#include "aios/fault.hpp"
 #include "aios/taskapi.hpp"
 #include "envelope/fields.hpp"
 
@@ -164,6 +165,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (action == "claim") {
     auto response = plane_.claim(*agent, task_id, http::json_object_body(request));
     metrics_.count_claim();
+    fault_point("scheduler_claim_committed");
     return ok(response);
   }
   if (action == "heartbeat")

@@ -166,12 +166,15 @@ TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
       DatabaseOptions{.path = db_path(), .busy_timeout = std::chrono::milliseconds(5)});
   TaskPlane plane(impatient, clock_, options_);
   std::atomic<bool> stop{false};
+  std::atomic<bool> holding{false};
   std::thread storm([&] {
     SQLite::Database locker(db_path().string(), SQLite::OPEN_READWRITE);
     locker.setBusyTimeout(1000);
     while (!stop.load()) {
       locker.exec("BEGIN IMMEDIATE");
+      holding = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      holding = false;
       locker.exec("COMMIT");
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -181,6 +184,8 @@ TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
   for (int i = 0; i < kTasks; ++i) {
     TaskSpec spec;
     spec.task_id = "task-storm-" + std::to_string(i);
+    // Every other task starts while the storm holds the lock, so the storm surely bites.
+    while (i % 2 == 0 && !holding.load()) std::this_thread::yield();
     while (true) {
       try {
         plane.create_task(task_body(spec));
