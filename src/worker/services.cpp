@@ -44,10 +44,16 @@ CheckpointStore::CheckpointStore(const std::filesystem::path& path, std::string 
 
 namespace {
 
+// A row whose state is not a JSON object (a damaged file) is a store failure with a code, not
+// a parser exception that would take the worker down without one (found by fuzzing).
 Checkpoint checkpoint_of(SQLite::Statement& query) {
+  auto state = nlohmann::json::parse(query.getColumn(5).getString(), nullptr, false);
+  if (!state.is_object()) {
+    throw Error(ErrorCode::STORE_FAILURE, "a worker checkpoint's state_json is not a JSON object");
+  }
   return {query.getColumn(0).getString(), query.getColumn(1).getString(),
           query.getColumn(2).getInt64(),  query.getColumn(3).getString(),
-          query.getColumn(4).getString(), nlohmann::json::parse(query.getColumn(5).getString())};
+          query.getColumn(4).getString(), std::move(state)};
 }
 
 constexpr const char* kColumns =
