@@ -7,6 +7,8 @@ if(AIOS_FUZZ)
     message(FATAL_ERROR "AIOS_FUZZ needs clang: -DCMAKE_CXX_COMPILER=clang++-14")
   endif()
   add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
-                      -fno-omit-frame-pointer -fprofile-instr-generate -fcoverage-mapping)
+                      -fno-omit-frame-pointer -fprofile-instr-generate -fcoverage-mapping
+                      # the error registry deduces a std::array from every code at once
+                      -fbracket-depth=1024)
   add_link_options(-fsanitize=address,undefined -fprofile-instr-generate)
 endif()
