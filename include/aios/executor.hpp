@@ -150,10 +150,17 @@ std::string result_digest(const nlohmann::json& result);
 
 // --- Serving the exchange -----------------------------------------------------------------------
 
+// Runs one request file into one result file; serve mode calls it for each request.
+using RequestHandler = std::function<nlohmann::json(const std::filesystem::path& request,
+                                                    const std::filesystem::path& result,
+                                                    const ExecuteOptions& options)>;
+
 struct ServeOptions {
   std::filesystem::path root = kDefaultExchangeRoot;
   ExecuteOptions execute;
   unsigned concurrency = 1;  // requests run at once
+  // execute_request for the read-only runtime; the engineering broker serves its own.
+  RequestHandler handler = execute_request;
 };
 
 // Serves requests/ of an exchange directory: inotify (no polling) picks up requests renamed or

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,51 @@ class Repository {
   // nullopt, only if it does not exist). False when the ref is elsewhere; never forces.
   bool update_branch(const std::string& branch, const std::string& new_oid,
                      const std::optional<std::string>& old_oid, const std::string& log_message);
+
+ private:
+  git_repository* repo_ = nullptr;
+};
+
+// Creates a bare repository at `git_dir` holding one root commit with `files` on
+// refs/heads/main (HEAD points there) and returns the commit's id: the broker's self-test
+// builds its disposable repository with it. GIT_OPERATION_FAILED.
+std::string create_repository(const std::filesystem::path& git_dir,
+                              const std::vector<FileChange>& files, const std::string& message,
+                              const Signature& author);
+
+// One path whose content differs between a commit's tree and a worktree's files.
+struct WorktreeChange {
+  std::string path;
+  bool removed = false;  // present in the tree, gone from the worktree
+};
+
+// A disposable, non-bare clone of the authority repository for a backend to edit: the worker
+// reads its state back through this class and trusts nothing the backend says about it. The
+// repository is always opened with its working directory forced to `directory`, so a backend
+// that rewrites .git/config (core.worktree) cannot point the inspection elsewhere.
+class Worktree {
+ public:
+  // Clones `authority_git_dir` into `directory` (which must not exist) with copied objects (no
+  // hardlinks into the authority), detaches HEAD at `oid`, checks its tree out, and removes the
+  // remote, so nothing in the clone leads back to the authority. GIT_OPERATION_FAILED, or
+  // GOVERNED_COMMIT_BASE_MISSING when `oid` is not a commit reachable in the authority.
+  static void create(const std::filesystem::path& authority_git_dir, const std::string& oid,
+                     const std::filesystem::path& directory);
+
+  explicit Worktree(const std::filesystem::path& directory);
+  ~Worktree();
+  Worktree(const Worktree&) = delete;
+  Worktree& operator=(const Worktree&) = delete;
+
+  // The commit HEAD resolves to (nullopt when it resolves to nothing).
+  std::optional<std::string> head();
+  // Every ref (HEAD excepted) and the object it finally resolves to; "" when it dangles.
+  std::map<std::string, std::string> references();
+  // True when `oid` names an object in this clone's object store.
+  bool has_object(const std::string& oid);
+  // Paths whose worktree content differs from commit `base`'s tree: modified, added (untracked
+  // included, ignored files not) or removed, in path order. Type changes count as changes.
+  std::vector<WorktreeChange> changes(const std::string& base);
 
  private:
   git_repository* repo_ = nullptr;

@@ -37,6 +37,9 @@ struct WorkerConfig {
   std::filesystem::path authority_git_dir = "/data/aios-gitops/repo.git";
   std::filesystem::path executor_root = "/var/lib/aios-external-agent-executor";
   std::chrono::seconds executor_timeout{1800};
+  // The engineering runtime broker's exchange; its worktree root must be workspace_root.
+  std::filesystem::path broker_root = "/var/lib/aios-agent-runtime-broker/exchange";
+  std::chrono::seconds broker_timeout{3600};
   std::filesystem::path state_root = "/var/lib/aios-online-agent-worker";
   std::filesystem::path checkpoint_db = "/var/lib/aios-online-agent-worker/checkpoints.sqlite3";
   std::filesystem::path workspace_root = "/var/lib/aios-online-agent-worker/workspaces";

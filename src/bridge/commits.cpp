@@ -16,6 +16,7 @@
 #include "aios/log.hpp"
 #include "bridge/internal.hpp"
 #include "envelope/fields.hpp"
+#include "envelope/parts.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
@@ -43,9 +44,11 @@ std::optional<Receipt> load_receipt(SQLite::Database& db, const std::string& key
   return receipt;
 }
 
-std::vector<git::FileChange> changes_of(const nlohmann::json& envelope) {
+// A deterministic plan's change set is in its envelope; an engineering change set is what the
+// worker read from the backend's worktree and sends with the commit request.
+std::vector<git::FileChange> changes_of(const nlohmann::json& change_set) {
   std::vector<git::FileChange> changes;
-  for (const auto& change : envelope["change_set"]) {
+  for (const auto& change : change_set) {
     const bool remove = change["operation"] == "delete_file";
     changes.push_back(
         {change["path"], remove, remove ? std::string() : change["content"].get<std::string>()});
@@ -76,9 +79,17 @@ nlohmann::json view_of(const std::string& task_id, const nlohmann::json& envelop
 
 std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
                                                        const nlohmann::json& body) {
-  envelope::require_exact_keys(
-      body, {"task_id", "writer_lease_id", "lease_token", "attempt", "execution_digest"},
-      ErrorCode::REQUEST_FIELDS_INVALID);
+  const bool carries_changes = body.is_object() && body.contains("change_set");
+  if (carries_changes) {
+    envelope::require_exact_keys(
+        body,
+        {"task_id", "writer_lease_id", "lease_token", "attempt", "execution_digest", "change_set"},
+        ErrorCode::REQUEST_FIELDS_INVALID);
+  } else {
+    envelope::require_exact_keys(
+        body, {"task_id", "writer_lease_id", "lease_token", "attempt", "execution_digest"},
+        ErrorCode::REQUEST_FIELDS_INVALID);
+  }
   const std::string task_id = bridge::task_id_of(body);
   const auto proof = fleet::lease_proof_of(body);
   const auto& lease_value = body["writer_lease_id"];
@@ -103,6 +114,13 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
     envelope = fenced(db);
     receipt = load_receipt(db, envelope["governance"]["commit_idempotency_key"]);
   });
+  // Exactly the engineering action brings its own change set.
+  if (carries_changes != (envelope["action"] == "engineering")) {
+    fail(ErrorCode::REQUEST_FIELDS_INVALID);
+  }
+  const nlohmann::json change_set =
+      carries_changes ? envelope::normalize_change_set(body["change_set"]) : envelope["change_set"];
+  if (change_set.empty()) fail(ErrorCode::CHANGE_SET_INVALID);
   const std::string key = envelope["governance"]["commit_idempotency_key"];
   const std::string branch = envelope["target_branch"];
   if (receipt &&
@@ -153,7 +171,7 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
         std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     receipt = Receipt{
         task_id, proof.execution_digest, current,
-        repo.build_commit(parent, changes_of(envelope), message_of(envelope, key, proof.attempt),
+        repo.build_commit(parent, changes_of(change_set), message_of(envelope, key, proof.attempt),
                           {options_.committer_name, options_.committer_email,
                            static_cast<std::int64_t>(seconds)}),
         "PENDING"};

@@ -53,6 +53,11 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
         fail(ErrorCode::EXECUTION_REPLAY_MISMATCH);
       }
       if (resolved["action"] == "deterministic") fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
+      // An engineering envelope's verification list is the allowlist the worker reruns the
+      // backend's requests against, so it passes the same executable allowlist as a plan's.
+      if (resolved["action"] == "engineering") {
+        bridge::check_verification_allowed(resolved, options_.verification_executables);
+      }
       check_scope_holds(resolved, required);
       source = "persisted_replay";
     } else if (persisted.value("action", "") == "deterministic") {

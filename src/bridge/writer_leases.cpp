@@ -71,7 +71,8 @@ std::pair<int, nlohmann::json> Bridge::acquire_writer_lease(const Agent& agent,
     const auto row = fleet::load_existing_task(db, task_id);
     const auto envelope = fleet::execution_of(row);
     fleet::check_attempt(db, row, agent, proof, now, envelope.value("execution_digest", ""));
-    if (envelope.value("action", "") != "deterministic" ||
+    const std::string action = envelope.value("action", "");
+    if ((action != "deterministic" && action != "engineering") ||
         !envelope["governance"].value("writer_lease", false)) {
       envelope::fail(ErrorCode::WRITER_LEASE_NOT_REQUIRED);
     }

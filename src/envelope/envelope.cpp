@@ -1,5 +1,6 @@
 #include "aios/envelope.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
@@ -23,7 +24,13 @@ const nlohmann::json kEmptyArray = nlohmann::json::array();
 const nlohmann::json kEmptyObject = nlohmann::json::object();
 
 bool is_action(std::string_view action) {
-  return action == "deterministic" || action == "source_capture" || action == "agent_runtime";
+  return action == "deterministic" || action == "source_capture" || action == "agent_runtime" ||
+         action == "engineering";
+}
+
+// The actions that end in a governed commit, and so hold a writer lease and a commit key.
+bool writes(std::string_view action) {
+  return action == "deterministic" || action == "engineering";
 }
 
 nlohmann::json workspace() {
@@ -32,18 +39,23 @@ nlohmann::json workspace() {
 
 // The default commit key changes with the plan's content, so a re-registered plan for the same
 // binding can never replay the commit of an earlier one.
+// An engineering plan's content is its runtime input; the change set comes later, from the
+// worktree.
 std::string default_commit_key(const GovernedBinding& binding, const nlohmann::json& change_set,
-                               const nlohmann::json& verification) {
-  const nlohmann::json basis = {{"idempotency_key", binding.idempotency_key},
-                                {"change_set", change_set},
-                                {"verification", verification}};
+                               const nlohmann::json& verification,
+                               const nlohmann::json& runtime_input) {
+  nlohmann::json basis = {{"idempotency_key", binding.idempotency_key},
+                          {"change_set", change_set},
+                          {"verification", verification}};
+  if (!runtime_input.empty()) basis["runtime_input"] = runtime_input;
   return "commit-" + digest(basis).substr(0, 32);
 }
 
 nlohmann::json project_governance(std::string_view action, const nlohmann::json& request,
                                   const GovernedBinding& binding, const nlohmann::json& change_set,
-                                  const nlohmann::json& verification) {
-  if (action != "deterministic") {
+                                  const nlohmann::json& verification,
+                                  const nlohmann::json& runtime_input) {
+  if (!writes(action)) {
     if (request != kEmptyObject) fail(ErrorCode::GOVERNANCE_FIELDS_INVALID);
     return {{"writer_lease", false}};
   }
@@ -51,7 +63,8 @@ nlohmann::json project_governance(std::string_view action, const nlohmann::json&
                                ErrorCode::GOVERNANCE_FIELDS_INVALID);
   std::string key;
   if (const auto& given = get_or(request, "commit_idempotency_key", kNull); given.is_null()) {
-    key = default_commit_key(binding, change_set, verification);
+    key = default_commit_key(binding, change_set, verification,
+                             action == "engineering" ? runtime_input : kEmptyObject);
   } else {
     key = envelope::require_string(given, ErrorCode::GOVERNANCE_COMMIT_KEY_INVALID);
     if (!envelope::is_idempotency_key(key)) fail(ErrorCode::GOVERNANCE_COMMIT_KEY_INVALID);
@@ -60,7 +73,7 @@ nlohmann::json project_governance(std::string_view action, const nlohmann::json&
 }
 
 void check_governance(std::string_view action, const nlohmann::json& governance) {
-  if (action != "deterministic") {
+  if (!writes(action)) {
     if (governance != nlohmann::json{{"writer_lease", false}}) fail(ErrorCode::GOVERNANCE_INVALID);
     return;
   }
@@ -99,6 +112,27 @@ void check_agent_runtime(const nlohmann::json& env, bool mutates) {
     fail(ErrorCode::AGENT_RUNTIME_CAPABILITY_REQUIRED);
   }
   if (env["source_signals"] != kEmptyArray) fail(ErrorCode::AGENT_RUNTIME_SOURCE_SIGNALS_DENY);
+}
+
+// The backend changes the worktree; the worker reads the change from git and commits it through
+// the Bridge, so the envelope holds the task, not a change set.
+void check_engineering(const nlohmann::json& env) {
+  const auto& adapter = env["adapter"];
+  if (adapter != "codex" && adapter != "hermes" && adapter != "openclaw") {
+    fail(ErrorCode::ENGINEERING_ADAPTER_INVALID);
+  }
+  if (!env["change_set"].empty()) fail(ErrorCode::ENGINEERING_CHANGE_SET_DENY);
+  if (envelope::normalize_agent_runtime_input(env["runtime_input"]) != env["runtime_input"]) {
+    fail(ErrorCode::AGENT_RUNTIME_INPUT_NOT_CANONICAL);
+  }
+  // The scope's names are task aliases (governed.git.write, governed.write.branch, ...); what
+  // they grant must include both halves of the governed write.
+  const auto granted = normalize_required_capabilities(env["capability_scope"]);
+  if (!granted.contains("governed.git.write.branch") ||
+      !granted.contains("governed.git.write.file")) {
+    fail(ErrorCode::ENGINEERING_CAPABILITY_REQUIRED);
+  }
+  if (env["source_signals"] != kEmptyArray) fail(ErrorCode::ENGINEERING_SOURCE_SIGNALS_DENY);
 }
 
 void check_deterministic(const nlohmann::json& env) {
@@ -157,6 +191,8 @@ nlohmann::json validate_execution_envelope(const nlohmann::json& env,
     check_source_capture(env, mutates);
   } else if (action == "agent_runtime") {
     check_agent_runtime(env, mutates);
+  } else if (action == "engineering") {
+    check_engineering(env);
   } else {
     check_deterministic(env);
   }
@@ -215,11 +251,11 @@ nlohmann::json project_execution_envelope(const GovernedBinding& binding,
       action == "source_capture" ? envelope::normalize_source_signals(signals) : signals;
   // As the seed's _agent_runtime_input(request.get("runtime_input")): absent is refused too.
   env["runtime_input"] =
-      action == "agent_runtime"
+      action == "agent_runtime" || action == "engineering"
           ? envelope::normalize_agent_runtime_input(get_or(request, "runtime_input", kNull))
           : runtime_input;
   env["governance"] = project_governance(action, get_or(request, "governance", kEmptyObject),
-                                         binding, change_set, verification);
+                                         binding, change_set, verification, env["runtime_input"]);
   env["workspace"] = workspace();
   env["execution_digest"] = execution_digest_of(env);
   validate_execution_envelope(env, {.binding = &binding});

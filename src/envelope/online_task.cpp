@@ -146,9 +146,10 @@ nlohmann::json project_online_task(const GovernedBinding& binding,
   nlohmann::json execution_value =
       execution_request.is_null() ? nlohmann::json::object() : execution_request;
   if (!execution_value.is_object()) fail(ErrorCode::EXECUTION_REQUEST_INVALID);
-  if (get_or(execution_value, "action", kNull) == "agent_runtime") {
+  const auto& action = get_or(execution_value, "action", kNull);
+  if (action == "agent_runtime" || action == "engineering") {
     const auto& adapter = get_or(execution_value, "adapter", kNull);
-    if (adapter != "hermes" && adapter != "openclaw") {
+    if (action == "agent_runtime" && adapter != "hermes" && adapter != "openclaw") {
       fail(ErrorCode::AGENT_RUNTIME_ADAPTER_INVALID);
     }
     if (get_or(execution_value, "runtime_input", kNull).is_null()) {

@@ -4,6 +4,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "executor/exchange_core.hpp"
 #include "executor/files.hpp"
 #include "executor/watch.hpp"
 
@@ -54,19 +55,12 @@ json validated_result(const fs::path& path, const json& request, const std::stri
 
 }  // namespace
 
-Exchange::Exchange(fs::path root) : root_(std::move(root)) {}
-
-json Exchange::execute(const Call& call) const {
-  const json request = validate_request({{"schema", kRequestSchema},
-                                         {"request_id", call.request_id},
-                                         {"runtime", call.runtime},
-                                         {"task_id", call.task_id},
-                                         {"execution_digest", call.execution_digest},
-                                         {"payload", call.payload}});
-  const fs::path requests = root_ / "requests";
-  const fs::path results = root_ / "results";
-  const fs::path failed = root_ / "failed";
-  const std::string file = call.request_id + ".json";
+json exchange_request(const fs::path& root, const std::string& request_id, const json& request,
+                      std::chrono::milliseconds timeout, const ResultReader& read_result) {
+  const fs::path requests = root / "requests";
+  const fs::path results = root / "results";
+  const fs::path failed = root / "failed";
+  const std::string file = request_id + ".json";
   const std::string request_sha = digest(request);
   // Watch before looking, so an answer written between the look and the wait is not missed.
   DirectoryWatch watch = [&] {
@@ -82,8 +76,7 @@ json Exchange::execute(const Call& call) const {
   }();
 
   const auto answer = [&]() -> std::optional<json> {
-    if (files::exists(results / file))
-      return validated_result(results / file, request, request_sha);
+    if (files::exists(results / file)) return read_result(results / file, request_sha);
     if (files::exists(failed / file)) throw recorded_failure(failed / file);
     return std::nullopt;
   };
@@ -105,7 +98,7 @@ json Exchange::execute(const Call& call) const {
     }
   }
 
-  const auto deadline = std::chrono::steady_clock::now() + call.timeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (auto result = answer()) return *result;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -114,6 +107,21 @@ json Exchange::execute(const Call& call) const {
     bool woken = false;
     watch.wait(left, -1, woken);
   }
+}
+
+Exchange::Exchange(fs::path root) : root_(std::move(root)) {}
+
+json Exchange::execute(const Call& call) const {
+  const json request = validate_request({{"schema", kRequestSchema},
+                                         {"request_id", call.request_id},
+                                         {"runtime", call.runtime},
+                                         {"task_id", call.task_id},
+                                         {"execution_digest", call.execution_digest},
+                                         {"payload", call.payload}});
+  return exchange_request(root_, call.request_id, request, call.timeout,
+                          [&request](const fs::path& path, const std::string& request_sha) {
+                            return validated_result(path, request, request_sha);
+                          });
 }
 
 }  // namespace aios::executor

@@ -13,6 +13,7 @@
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 #include "executor/files.hpp"
+#include "executor/profile_rules.hpp"
 #include "executor/rules.hpp"
 
 namespace aios::executor {
@@ -210,6 +211,26 @@ std::vector<fs::path> default_executable_roots() {
           "/opt/aios/openclaw-engineering"};
 }
 
+void load_profile_argv(const json& value, const std::vector<fs::path>& executable_roots,
+                       RuntimeProfile& profile) {
+  profile.argv = profile_argv(value.value("argv", json()), executable_roots);
+}
+
+void load_profile_limits(const json& value, RuntimeProfile& profile) {
+  const auto timeout = integer_field(value.value("timeout_seconds", json()), 900);
+  const auto max_output = integer_field(value.value("max_output_bytes", json()),
+                                        static_cast<long long>(kMaxOutputBytes));
+  if (!timeout || *timeout < 1 || *timeout > 3600)
+    refuse(ErrorCode::EXTERNAL_AGENT_TIMEOUT_INVALID);
+  if (!max_output || *max_output < 1024 || *max_output > static_cast<long long>(kMaxOutputBytes)) {
+    refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID);
+  }
+  profile.timeout_seconds = static_cast<int>(*timeout);
+  profile.max_output_bytes = static_cast<std::size_t>(*max_output);
+  profile.environment = profile_environment(value.value("environment", json()));
+  profile.credential_env = profile_credentials(value.value("credential_env", json()));
+}
+
 RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,
                             const std::vector<fs::path>& executable_roots) {
   const std::string runtime = rules::safe_runtime(json(runtime_name));
@@ -228,7 +249,7 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
   }
   RuntimeProfile profile;
   profile.runtime = runtime;
-  profile.argv = profile_argv(value.value("argv", json()), executable_roots);
+  load_profile_argv(value, executable_roots, profile);
 
   const auto input = mode_field(value.value("input_mode", json()), "stdin_text");
   const auto output = mode_field(value.value("output_mode", json()), "stdout_text");
@@ -251,18 +272,7 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
     refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_MODE_INVALID);
   }
 
-  const auto timeout = integer_field(value.value("timeout_seconds", json()), 900);
-  const auto max_output = integer_field(value.value("max_output_bytes", json()),
-                                        static_cast<long long>(kMaxOutputBytes));
-  if (!timeout || *timeout < 1 || *timeout > 3600)
-    refuse(ErrorCode::EXTERNAL_AGENT_TIMEOUT_INVALID);
-  if (!max_output || *max_output < 1024 || *max_output > static_cast<long long>(kMaxOutputBytes)) {
-    refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID);
-  }
-  profile.timeout_seconds = static_cast<int>(*timeout);
-  profile.max_output_bytes = static_cast<std::size_t>(*max_output);
-  profile.environment = profile_environment(value.value("environment", json()));
-  profile.credential_env = profile_credentials(value.value("credential_env", json()));
+  load_profile_limits(value, profile);
   return profile;
 }
 

@@ -1,6 +1,9 @@
-# The executor module (credential-isolated external agent runtime) and the process runner it
-# spawns children with.
+# The executor module (credential-isolated external agent runtime), its engineering runtime
+# broker mode (seed 004, src/broker/) and the process runner both spawn children with.
 target_sources(aios_core PRIVATE
+  broker/contract.cpp
+  broker/execute.cpp
+  broker/self_test.cpp
   executor/credentials.cpp
   executor/exchange.cpp
   executor/execute.cpp

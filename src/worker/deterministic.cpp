@@ -10,16 +10,13 @@
 
 #include "aios/canonical.hpp"
 #include "aios/git.hpp"
-#include "aios/log.hpp"
-#include "aios/process.hpp"
+#include "worker/governed.hpp"
 #include "worker/internal.hpp"
 
 namespace aios::worker {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::size_t kMaxTestOutput = 16 * 1024;
 
 [[noreturn]] void workspace_failed(const std::string& detail) {
   throw Error(ErrorCode::WORKER_WORKSPACE_FAILED, detail);
@@ -59,46 +56,6 @@ void apply_change(const fs::path& worktree, const nlohmann::json& change) {
   }
   ::close(fd);
   if (written != content.size()) workspace_failed(relative.string() + ": short write");
-}
-
-nlohmann::json run_verification(const fs::path& run_root, const fs::path& worktree,
-                                const nlohmann::json& command) {
-  std::string output;
-  const auto keep = [&output](std::string_view chunk) {
-    output.append(chunk);
-    if (output.size() > 4 * kMaxTestOutput) output.erase(0, output.size() - 2 * kMaxTestOutput);
-  };
-  process::Spec spec;
-  spec.argv = command.at("argv").get<std::vector<std::string>>();
-  spec.environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (run_root / "home").string(),
-                      "LANG=C.UTF-8", "TMPDIR=" + (run_root / "tmp").string()};
-  spec.working_directory = worktree / command.at("cwd").get<std::string>();
-  spec.timeout = std::chrono::seconds(command.at("timeout_seconds").get<int>());
-  spec.on_stdout = keep;
-  spec.on_stderr = keep;
-  process::Outcome outcome;
-  try {
-    outcome = process::run(spec);
-  } catch (const std::system_error& error) {
-    outcome.exit_code = 127;
-    output = error.what();
-  }
-  const bool passed = !outcome.timed_out && outcome.exit_code == 0;
-  return {{"label", command.at("label")},
-          {"argv", command.at("argv")},
-          {"exit_code", outcome.exit_code},
-          {"timed_out", outcome.timed_out},
-          {"passed", passed},
-          {"duration_ms",
-           std::chrono::duration_cast<std::chrono::milliseconds>(outcome.elapsed).count()},
-          {"output", bounded_text(output, kMaxTestOutput)}};
-}
-
-nlohmann::json proof(const RunContext& run) {
-  return {{"task_id", run.envelope.at("task_id")},
-          {"lease_token", run.lease_token},
-          {"attempt", run.attempt},
-          {"execution_digest", run.envelope.at("execution_digest")}};
 }
 
 nlohmann::json result_of(const nlohmann::json& envelope, const nlohmann::json& state) {
@@ -183,15 +140,7 @@ nlohmann::json run_deterministic(RunContext& run) {
     run.checkpoint.phase = "verification_passed";
     run.checkpoints.save(run.checkpoint);
   }
-  run.heartbeat.alive("committing");
-  auto body = proof(run);
-  const auto lease = run.bridge.require("POST", "/v2/writer-leases", &body);
-  body["writer_lease_id"] = lease.at("writer_lease_id");
-  // Idempotent by the envelope's commit key: after a crash the Bridge answers with the commit
-  // it already made.
-  state["commit"] = run.bridge.require("POST", "/v2/governed-commits", &body);
-  log::info("GOVERNED_COMMIT_DONE", {{"task_id", envelope.at("task_id")},
-                                     {"commit_oid", state["commit"].at("commit_oid")}});
+  state["commit"] = governed_commit(run, nullptr);
   state["result"] = result_of(envelope, state);
   run.checkpoint.phase = "committed";
   run.checkpoints.save(run.checkpoint);

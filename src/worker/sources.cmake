@@ -1,7 +1,12 @@
-# The online agent worker: its loop, checkpoint store, heartbeat and adapters.
+# The online agent worker: its loop, checkpoint store, heartbeat and adapters, and the
+# engineering worktree it reads a backend's work from.
 target_sources(aios_core PRIVATE
+  git/worktree.cpp
   worker/agent_runtime.cpp
   worker/deterministic.cpp
+  worker/engineering.cpp
+  worker/engineering_checks.cpp
+  worker/governed.cpp
   worker/results.cpp
   worker/services.cpp
   worker/source_capture.cpp

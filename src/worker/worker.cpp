@@ -6,6 +6,7 @@
 
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
+#include "worker/engineering.hpp"
 #include "worker/internal.hpp"
 
 namespace aios {
@@ -175,7 +176,9 @@ class Worker::Impl {
     try {
       const std::string adapter = envelope.at("adapter");
       nlohmann::json result;
-      if (adapter == "deterministic") {
+      if (envelope.at("action") == "engineering") {
+        result = worker::run_engineering(run);
+      } else if (adapter == "deterministic") {
         result = worker::run_deterministic(run);
       } else if (adapter == "hermes" || adapter == "openclaw") {
         result = worker::run_agent_runtime(run);

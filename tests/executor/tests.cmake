@@ -14,3 +14,5 @@ aios_integration_test(executor_integration_tests
   executor/serve_test.cpp
   executor/realcli_test.cpp)
 add_dependencies(executor_integration_tests aios-external-agent-executor)
+# The engineering runtime broker is a mode of the same executor; its suites have their own list.
+include(engineering/tests.cmake)

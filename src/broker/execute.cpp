@@ -1,0 +1,254 @@
+// One engineering request: the backend configuration, the worktree check, the backend run in
+// the worktree with only the provider credential, and the sealed result.
+#include <sys/stat.h>
+
+#include <set>
+#include <system_error>
+
+#include "aios/broker.hpp"
+#include "aios/canonical.hpp"
+#include "aios/process.hpp"
+#include "canonical/utf8.hpp"
+#include "executor/exchange_core.hpp"
+#include "executor/files.hpp"
+#include "executor/output.hpp"
+#include "executor/profile_rules.hpp"
+
+namespace aios::broker {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+[[noreturn]] void config_invalid(const std::string& detail) {
+  throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_INVALID, detail);
+}
+
+json read_request(const fs::path& path) {
+  const auto read = executor::files::read_file(path, executor::kMaxRequestBytes);
+  if (read.status != executor::files::ReadStatus::ok) {
+    throw Error(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID, "unreadable request file");
+  }
+  const json value = json::parse(read.content, nullptr, false);
+  if (value.is_discarded()) throw Error(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID, "not JSON");
+  return validate_request(value);
+}
+
+// The worktree must be a real directory (no symlink anywhere on its path) under the root the
+// worker prepares worktrees in, so a request can never point a backend at another directory.
+fs::path checked_worktree(const json& request, const fs::path& worktree_root) {
+  const fs::path worktree = request["worktree"].get<std::string>();
+  std::error_code error;
+  const fs::path root = fs::canonical(worktree_root, error);
+  if (error) throw Error(ErrorCode::RUNTIME_BROKER_WORKTREE_INVALID, "worktree root missing");
+  const fs::path resolved = fs::canonical(worktree, error);
+  struct stat info {};
+  if (error || resolved != worktree || ::lstat(worktree.c_str(), &info) != 0 ||
+      !S_ISDIR(info.st_mode)) {
+    throw Error(ErrorCode::RUNTIME_BROKER_WORKTREE_INVALID, "not a real directory");
+  }
+  const auto relative = resolved.lexically_relative(root);
+  if (relative.empty() || *relative.begin() == ".." || relative == ".") {
+    throw Error(ErrorCode::RUNTIME_BROKER_WORKTREE_INVALID, "outside the worktree root");
+  }
+  return resolved;
+}
+
+void replace_all(std::string& item, std::string_view marker, const std::string& replacement) {
+  for (auto pos = item.find(marker); pos != std::string::npos;
+       pos = item.find(marker, pos + replacement.size())) {
+    item.replace(pos, marker.size(), replacement);
+  }
+}
+
+json run_backend(const json& request, const Backend& backend, const BrokerOptions& options,
+                 const executor::ExecuteOptions& execute) {
+  const fs::path worktree = checked_worktree(request, options.worktree_root);
+  const auto& profile = backend.profile;
+  executor::files::PrivateDirectory temporary(options.temporary_root,
+                                              "aios-broker-" + profile.runtime + "-");
+  for (const char* sub : {"home", "tmp"}) {
+    if (::mkdir((temporary.path() / sub).c_str(), 0700) != 0) {
+      throw Error(ErrorCode::INTERNAL_ERROR, "cannot create the private directories");
+    }
+  }
+  process::Spec spec;
+  for (auto item : profile.argv) {
+    replace_all(item, "{worktree}", worktree.string());
+    replace_all(item, "{timeout_seconds}", std::to_string(profile.timeout_seconds));
+    spec.argv.push_back(std::move(item));
+  }
+  spec.working_directory = worktree;
+  spec.timeout = std::chrono::seconds(profile.timeout_seconds);
+  spec.stdin_data = backend.protocol == Protocol::runtime_result ? canonical_json(request)
+                                                                 : render_openclaw_prompt(request);
+  const fs::path home = temporary.path() / "home";
+  // git in the backend stops at the worktree and never looks into the directories above it.
+  spec.environment = {"PATH=/usr/bin:/usr/local/bin:/bin",
+                      "LC_ALL=C.UTF-8",
+                      "LANG=C.UTF-8",
+                      "HOME=" + home.string(),
+                      "TMPDIR=" + (temporary.path() / "tmp").string(),
+                      "XDG_CACHE_HOME=" + (home / ".cache").string(),
+                      "GIT_CEILING_DIRECTORIES=" + worktree.parent_path().string(),
+                      "NO_COLOR=1"};
+  for (const auto& [name, value] : profile.environment) {
+    spec.environment.push_back(name + "=" + value);
+  }
+  std::vector<std::string> secrets;
+  for (const auto& [name, value] :
+       executor::project_credentials(profile, options.credentials_directory)) {
+    spec.environment.push_back(name + "=" + value);
+    secrets.push_back(value);
+  }
+  std::string out;
+  bool too_large = false;
+  executor::StreamCapture err(4096);
+  spec.on_stdout = [&](std::string_view chunk) {
+    if (out.size() + chunk.size() > profile.max_output_bytes) {
+      too_large = true;
+      return;
+    }
+    out.append(chunk);
+  };
+  spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
+
+  if (execute.before_spawn) execute.before_spawn();
+  process::Outcome outcome;
+  try {
+    outcome = process::run(spec);
+  } catch (const std::system_error& error) {
+    throw Error(ErrorCode::RUNTIME_BROKER_SPAWN_FAILED, error.code().message());
+  }
+  err.finish();
+  if (outcome.timed_out) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_TIMEOUT);
+  if (outcome.exit_code != 0) {
+    const auto text = executor::redact_values(utf8::decode_replace(err.text()), secrets);
+    throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_FAILED,
+                std::to_string(outcome.exit_code) + ":" + bounded_text(text, 2048));
+  }
+  if (too_large) throw Error(ErrorCode::RUNTIME_BROKER_OUTPUT_TOO_LARGE);
+  const std::string text = executor::redact_values(utf8::decode_replace(out), secrets);
+  const json runtime_result = backend.protocol == Protocol::runtime_result
+                                  ? parse_runtime_result(text)
+                                  : openclaw_runtime_result(text);
+  json result = {
+      {"schema", kBrokerResultSchema},
+      {"request_id", request["request_id"]},
+      {"request_sha256", digest(request)},
+      {"backend", profile.runtime},
+      {"task_id", request["task_id"]},
+      {"execution_digest", request["execution_digest"]},
+      {"exit_code", outcome.exit_code},
+      {"duration_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(outcome.elapsed).count()},
+      {"stderr_sha256", err.sha256()},
+      {"runtime_result", runtime_result},
+      {"credential_material_exposed", false},
+  };
+  result["result_sha256"] = executor::result_digest(result);
+  return result;
+}
+
+}  // namespace
+
+Backend load_backend(std::string_view name, const fs::path& config_root,
+                     const std::vector<fs::path>& executable_roots) {
+  const std::string backend_name(name);
+  if (!is_backend_name(backend_name)) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_UNSUPPORTED);
+  struct stat info {};
+  if (::lstat(config_root.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, "config root is a symlink");
+  }
+  const auto read = executor::files::read_file(
+      config_root / ("agent-runtime-" + backend_name + ".conf"), executor::kMaxProfileBytes);
+  if (read.status != executor::files::ReadStatus::ok) {
+    throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, backend_name);
+  }
+  const json value = json::parse(read.content, nullptr, false);
+  if (!value.is_object() || value.value("schema", json()) != json(kBackendSchema)) {
+    config_invalid("schema");
+  }
+  if (value.value("backend", json()) != json(backend_name)) config_invalid("backend");
+  for (const auto& [key, item] : value.items()) {
+    static const std::set<std::string> kKeys = {
+        "schema",          "backend",          "protocol",    "argv",
+        "timeout_seconds", "max_output_bytes", "environment", "credential_env"};
+    if (!kKeys.contains(key)) config_invalid("unknown field " + key);
+  }
+  Backend backend;
+  backend.profile.runtime = backend_name;
+  executor::load_profile_argv(value, executable_roots, backend.profile);
+  const auto protocol = value.value("protocol", json("runtime-result"));
+  if (protocol == "runtime-result") {
+    backend.protocol = Protocol::runtime_result;
+  } else if (protocol == "openclaw-agent-exec") {
+    backend.protocol = Protocol::openclaw_agent_exec;
+  } else {
+    config_invalid("protocol");
+  }
+  executor::load_profile_limits(value, backend.profile);
+  return backend;
+}
+
+json execute_request(const fs::path& request_path, const fs::path& result_path,
+                     const BrokerOptions& options, const executor::ExecuteOptions& execute) {
+  const json request = read_request(request_path);
+  const Backend backend = load_backend(request["backend"].get<std::string>(), options.config_root,
+                                       options.executable_roots);
+  const json result = run_backend(request, backend, options, execute);
+  try {
+    const fs::path target = fs::absolute(result_path);
+    fs::create_directories(target.parent_path());
+    executor::files::write_atomic(target, canonical_json(result) + "\n");
+  } catch (const std::exception& error) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_WRITE_FAILED, error.what());
+  }
+  return result;
+}
+
+executor::ServeOptions serve_options(const fs::path& root, const BrokerOptions& options,
+                                     unsigned concurrency) {
+  executor::ServeOptions serve;
+  serve.root = root;
+  serve.concurrency = concurrency;
+  serve.execute.credentials_directory = options.credentials_directory;
+  serve.execute.temporary_root = options.temporary_root;
+  serve.handler = [options](const fs::path& request, const fs::path& result,
+                            const executor::ExecuteOptions& execute) {
+    return execute_request(request, result, options, execute);
+  };
+  return serve;
+}
+
+json exchange(const fs::path& root, const json& request, std::chrono::milliseconds timeout) {
+  const json checked = validate_request(request);
+  return executor::exchange_request(
+      root, checked["request_id"], checked, timeout,
+      [&checked](const fs::path& path, const std::string& request_sha) {
+        const auto read = executor::files::read_file(path, 16 * executor::kMaxRequestBytes);
+        json value = read.status == executor::files::ReadStatus::ok
+                         ? json::parse(read.content, nullptr, false)
+                         : json(json::value_t::discarded);
+        const auto field = [&](const char* name) { return value.value(name, json()); };
+        if (value.is_discarded() || !value.is_object() ||
+            field("schema") != json(kBrokerResultSchema) ||
+            field("request_id") != checked["request_id"] ||
+            field("request_sha256") != json(request_sha) ||
+            field("backend") != checked["backend"] || field("task_id") != checked["task_id"] ||
+            field("execution_digest") != checked["execution_digest"] ||
+            field("credential_material_exposed") != false) {
+          throw Error(ErrorCode::RUNTIME_BROKER_RESULT_INVALID, "binding");
+        }
+        const json declared = field("result_sha256");
+        if (!declared.is_string() || !constant_time_equal(declared.get_ref<const std::string&>(),
+                                                          executor::result_digest(value))) {
+          throw Error(ErrorCode::RUNTIME_BROKER_RESULT_INVALID, "digest");
+        }
+        // Re-read as a backend's answer: a result file is trusted no further than stdout was.
+        value["runtime_result"] = parse_runtime_result(canonical_json(field("runtime_result")));
+        return value;
+      });
+}
+
+}  // namespace aios::broker

@@ -1,0 +1,196 @@
+// The engineering worktree: a copied clone detached at the base commit, and the reads the
+// worker checks the backend's work with.
+#include <git2.h>
+
+#include <memory>
+#include <string_view>
+
+#include "aios/error.hpp"
+#include "aios/git.hpp"
+
+namespace aios::git {
+namespace {
+
+template <typename T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* p) const { Free(p); }
+};
+template <typename T, void (*Free)(T*)>
+using Handle = std::unique_ptr<T, Deleter<T, Free>>;
+
+using RepoHandle = Handle<git_repository, git_repository_free>;
+using CommitHandle = Handle<git_commit, git_commit_free>;
+using TreeHandle = Handle<git_tree, git_tree_free>;
+using DiffHandle = Handle<git_diff, git_diff_free>;
+using RefHandle = Handle<git_reference, git_reference_free>;
+
+void check(int rc, std::string_view what) {
+  if (rc < 0) {
+    const git_error* error = git_error_last();
+    throw Error(ErrorCode::GIT_OPERATION_FAILED,
+                std::string(what) + ": " + (error != nullptr ? error->message : "unknown"));
+  }
+}
+
+git_oid oid_of(const std::string& text) {
+  git_oid oid;
+  if (text.size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, text.c_str()) < 0) {
+    throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, "object id is not a SHA-1 id");
+  }
+  return oid;
+}
+
+std::string text_of(const git_oid& oid) {
+  char buffer[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buffer, sizeof buffer, &oid);
+  return buffer;
+}
+
+git_repository* open_at(const std::filesystem::path& directory) {
+  git_repository* raw = nullptr;
+  const auto dot_git = directory / ".git";
+  check(git_repository_open_ext(&raw, dot_git.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr),
+        "open worktree");
+  RepoHandle repo(raw);
+  check(git_repository_set_workdir(repo.get(), directory.c_str(), 0), "set workdir");
+  return repo.release();
+}
+
+}  // namespace
+
+std::string create_repository(const std::filesystem::path& git_dir,
+                              const std::vector<FileChange>& files, const std::string& message,
+                              const Signature& author) {
+  git_libgit2_init();
+  struct Shutdown {
+    ~Shutdown() { git_libgit2_shutdown(); }
+  } shutdown;
+  git_repository* raw = nullptr;
+  check(git_repository_init(&raw, git_dir.c_str(), 1), "init");
+  const RepoHandle repo(raw);
+  git_index* raw_index = nullptr;
+  check(git_index_new(&raw_index), "index");
+  const Handle<git_index, git_index_free> index(raw_index);
+  for (const auto& file : files) {
+    git_index_entry entry{};
+    check(git_blob_create_from_buffer(&entry.id, repo.get(), file.content.data(),
+                                      file.content.size()),
+          "blob");
+    entry.mode = GIT_FILEMODE_BLOB;
+    entry.path = file.path.c_str();
+    check(git_index_add(index.get(), &entry), "index add");
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, index.get(), repo.get()), "tree");
+  git_tree* raw_tree = nullptr;
+  check(git_tree_lookup(&raw_tree, repo.get(), &tree_id), "tree lookup");
+  const TreeHandle tree(raw_tree);
+  git_signature* raw_signature = nullptr;
+  check(git_signature_new(&raw_signature, author.name.c_str(), author.email.c_str(),
+                          author.epoch_seconds, 0),
+        "signature");
+  const Handle<git_signature, git_signature_free> signature(raw_signature);
+  git_oid commit_id;
+  check(git_commit_create(&commit_id, repo.get(), "refs/heads/main", signature.get(),
+                          signature.get(), "UTF-8", message.c_str(), tree.get(), 0, nullptr),
+        "commit");
+  check(git_repository_set_head(repo.get(), "refs/heads/main"), "HEAD");
+  return text_of(commit_id);
+}
+
+void Worktree::create(const std::filesystem::path& authority_git_dir, const std::string& oid,
+                      const std::filesystem::path& directory) {
+  git_libgit2_init();
+  struct Shutdown {
+    ~Shutdown() { git_libgit2_shutdown(); }
+  } shutdown;
+  const git_oid id = oid_of(oid);
+  git_clone_options options = GIT_CLONE_OPTIONS_INIT;
+  options.local = GIT_CLONE_LOCAL_NO_LINKS;
+  options.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
+  git_repository* raw = nullptr;
+  check(git_clone(&raw, authority_git_dir.c_str(), directory.c_str(), &options), "clone");
+  RepoHandle repo(raw);
+  git_commit* raw_commit = nullptr;
+  if (git_commit_lookup(&raw_commit, repo.get(), &id) < 0) {
+    throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, oid);
+  }
+  const CommitHandle commit(raw_commit);
+  check(git_repository_set_head_detached(repo.get(), &id), "detach HEAD");
+  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+  checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
+  check(git_checkout_head(repo.get(), &checkout), "checkout");
+  check(git_remote_delete(repo.get(), "origin"), "remove remote");
+}
+
+Worktree::Worktree(const std::filesystem::path& directory) {
+  git_libgit2_init();
+  try {
+    repo_ = open_at(directory);
+  } catch (...) {
+    git_libgit2_shutdown();
+    throw;
+  }
+}
+
+Worktree::~Worktree() {
+  git_repository_free(repo_);
+  git_libgit2_shutdown();
+}
+
+std::optional<std::string> Worktree::head() {
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repo_, "HEAD") < 0) return std::nullopt;
+  return text_of(oid);
+}
+
+std::map<std::string, std::string> Worktree::references() {
+  std::map<std::string, std::string> result;
+  git_reference_iterator* raw_iterator = nullptr;
+  check(git_reference_iterator_new(&raw_iterator, repo_), "list refs");
+  const Handle<git_reference_iterator, git_reference_iterator_free> iterator(raw_iterator);
+  const char* name = nullptr;
+  int rc = 0;
+  while ((rc = git_reference_next_name(&name, iterator.get())) == 0) {
+    git_oid oid;
+    result[name] = git_reference_name_to_id(&oid, repo_, name) == 0 ? text_of(oid) : "";
+  }
+  if (rc != GIT_ITEROVER) check(rc, "list refs");
+  return result;
+}
+
+bool Worktree::has_object(const std::string& oid) {
+  git_oid id;
+  if (oid.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, oid.c_str()) < 0) return false;
+  git_odb* raw = nullptr;
+  check(git_repository_odb(&raw, repo_), "object store");
+  const Handle<git_odb, git_odb_free> odb(raw);
+  return git_odb_exists(odb.get(), &id) == 1;
+}
+
+std::vector<WorktreeChange> Worktree::changes(const std::string& base) {
+  const git_oid id = oid_of(base);
+  git_commit* raw_commit = nullptr;
+  check(git_commit_lookup(&raw_commit, repo_, &id), "base commit");
+  const CommitHandle commit(raw_commit);
+  git_tree* raw_tree = nullptr;
+  check(git_commit_tree(&raw_tree, commit.get()), "base tree");
+  const TreeHandle tree(raw_tree);
+  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  options.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
+                  GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+  git_diff* raw_diff = nullptr;
+  check(git_diff_tree_to_workdir(&raw_diff, repo_, tree.get(), &options), "diff");
+  const DiffHandle diff(raw_diff);
+  std::vector<WorktreeChange> changes;
+  const auto count = git_diff_num_deltas(diff.get());
+  for (std::size_t i = 0; i < count; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+    if (delta->status == GIT_DELTA_UNMODIFIED || delta->status == GIT_DELTA_IGNORED) continue;
+    const bool removed = delta->status == GIT_DELTA_DELETED;
+    changes.push_back({removed ? delta->old_file.path : delta->new_file.path, removed});
+  }
+  return changes;
+}
+
+}  // namespace aios::git

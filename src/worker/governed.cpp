@@ -1,0 +1,66 @@
+// Verification commands and the governed commit, shared by the deterministic and engineering
+// adapters.
+#include "worker/governed.hpp"
+
+#include "aios/canonical.hpp"
+#include "aios/log.hpp"
+#include "aios/process.hpp"
+
+namespace aios::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxTestOutput = 16 * 1024;
+
+}  // namespace
+
+nlohmann::json run_verification(const fs::path& run_root, const fs::path& worktree,
+                                const nlohmann::json& command) {
+  std::string output;
+  const auto keep = [&output](std::string_view chunk) {
+    output.append(chunk);
+    if (output.size() > 4 * kMaxTestOutput) output.erase(0, output.size() - 2 * kMaxTestOutput);
+  };
+  process::Spec spec;
+  spec.argv = command.at("argv").get<std::vector<std::string>>();
+  spec.environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (run_root / "home").string(),
+                      "LANG=C.UTF-8", "TMPDIR=" + (run_root / "tmp").string()};
+  spec.working_directory = worktree / command.at("cwd").get<std::string>();
+  spec.timeout = std::chrono::seconds(command.at("timeout_seconds").get<int>());
+  spec.on_stdout = keep;
+  spec.on_stderr = keep;
+  process::Outcome outcome;
+  try {
+    outcome = process::run(spec);
+  } catch (const std::system_error& error) {
+    outcome.exit_code = 127;
+    output = error.what();
+  }
+  const bool passed = !outcome.timed_out && outcome.exit_code == 0;
+  return {{"label", command.at("label")},
+          {"argv", command.at("argv")},
+          {"exit_code", outcome.exit_code},
+          {"timed_out", outcome.timed_out},
+          {"passed", passed},
+          {"duration_ms",
+           std::chrono::duration_cast<std::chrono::milliseconds>(outcome.elapsed).count()},
+          {"output", bounded_text(output, kMaxTestOutput)}};
+}
+
+nlohmann::json governed_commit(RunContext& run, const nlohmann::json* change_set) {
+  run.heartbeat.alive("committing");
+  nlohmann::json body = {{"task_id", run.envelope.at("task_id")},
+                         {"lease_token", run.lease_token},
+                         {"attempt", run.attempt},
+                         {"execution_digest", run.envelope.at("execution_digest")}};
+  const auto lease = run.bridge.require("POST", "/v2/writer-leases", &body);
+  body["writer_lease_id"] = lease.at("writer_lease_id");
+  if (change_set != nullptr) body["change_set"] = *change_set;
+  auto commit = run.bridge.require("POST", "/v2/governed-commits", &body);
+  log::info("GOVERNED_COMMIT_DONE",
+            {{"task_id", run.envelope.at("task_id")}, {"commit_oid", commit.at("commit_oid")}});
+  return commit;
+}
+
+}  // namespace aios::worker

@@ -1,0 +1,191 @@
+// The engineering runtime contract's documents and the worker's own checks, without daemons:
+// runtime-request.v1 and runtime-result.v1 validation, OpenClaw's envelope mapped onto the
+// result, the engineering envelope rules, the verification allowlist and the secret patterns.
+#include <gtest/gtest.h>
+
+#include "aios/broker.hpp"
+#include "aios/envelope.hpp"
+#include "worker/engineering.hpp"
+
+namespace aios::broker {
+namespace {
+
+using nlohmann::json;
+
+std::string code_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.code();
+  }
+  return "";
+}
+
+json request() {
+  return {{"schema", kRequestSchema},
+          {"request_id", "engineering-codex-0123456789abcdef"},
+          {"backend", "codex"},
+          {"task_id", "task-eng"},
+          {"execution_digest", std::string(64, 'a')},
+          {"base_oid", std::string(40, 'b')},
+          {"worktree", "/var/lib/aios-online-agent-worker/workspaces/run/worktree"},
+          {"goal", "Fix the bug"},
+          {"instructions", ""},
+          {"success_criteria", json::array()},
+          {"constraints", json::object()}};
+}
+
+TEST(RuntimeRequest, AcceptsTheContractsShapeAndRefusesAnyDeviation) {
+  EXPECT_EQ(validate_request(request()), request());
+  const std::vector<std::pair<std::string, json>> broken = {
+      {"schema", "aios.online-agent.runtime-request.v2"},
+      {"request_id", "short"},
+      {"task_id", "x"},
+      {"execution_digest", "abc"},
+      {"base_oid", std::string(40, 'Z')},
+      {"worktree", "relative/worktree"},
+      {"worktree", "/a/../b"},
+      {"goal", "   "},
+      {"constraints", {{"api_token", "x"}}}};
+  for (const auto& [field, value] : broken) {
+    auto changed = request();
+    changed[field] = value;
+    EXPECT_EQ(code_of([&] { validate_request(changed); }), "RUNTIME_BROKER_REQUEST_INVALID")
+        << field << "=" << value;
+  }
+  auto extra = request();
+  extra["lease_token"] = "x";
+  EXPECT_EQ(code_of([&] { validate_request(extra); }), "RUNTIME_BROKER_REQUEST_INVALID");
+  auto backend = request();
+  backend["backend"] = "../codex";
+  EXPECT_EQ(code_of([&] { validate_request(backend); }), "RUNTIME_BROKER_BACKEND_UNSUPPORTED");
+}
+
+TEST(RuntimeResult, ParsesTheSeedsExampleAndRedactsTheSummary) {
+  const json seed = {{"schema", "aios.online-agent.runtime-result.v1"},
+                     {"status", "COMPLETED"},
+                     {"summary", "root cause and implementation summary; token=abc123"},
+                     {"verification",
+                      {{{"label", "focused test"},
+                        {"argv", {"/usr/bin/python3", "-m", "pytest", "-q", "tests/test_x.py"}},
+                        {"cwd", "."},
+                        {"timeout_seconds", 600}}}},
+                     {"evidence", {{"root_cause", "..."}}}};
+  const auto parsed = parse_runtime_result("\n" + seed.dump() + "\n");
+  EXPECT_EQ(parsed.at("status"), "COMPLETED");
+  EXPECT_EQ(parsed.at("verification"), seed.at("verification"));
+  EXPECT_EQ(parsed.at("summary").get<std::string>().find("abc123"), std::string::npos);
+  for (const auto* status : {"BLOCKED", "FAILED"}) {
+    auto other = seed;
+    other["status"] = status;
+    EXPECT_EQ(parse_runtime_result(other.dump()).at("status"), status);
+  }
+}
+
+TEST(RuntimeResult, RefusesEverythingThatIsNotOneValidResultObject) {
+  const json seed = {{"schema", "aios.online-agent.runtime-result.v1"},
+                     {"status", "COMPLETED"},
+                     {"summary", "done"}};
+  std::vector<std::string> texts = {"", "not json", "[]", seed.dump() + seed.dump()};
+  for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
+           {"schema", "aios.online-agent.runtime-result.v0"},
+           {"status", "DONE"},
+           {"summary", 3},
+           {"evidence", "text"},
+           {"changed_files", {"a"}},
+           {"verification",
+            {{{"label", "x"}, {"argv", json::array()}, {"cwd", "."}, {"timeout_seconds", 5}}}},
+           {"verification",
+            {{{"label", "x"},
+              {"argv", {"/usr/bin/true"}},
+              {"cwd", "."},
+              {"timeout_seconds", 0}}}}}) {
+    auto changed = seed;
+    changed[field] = value;
+    texts.push_back(changed.dump());
+  }
+  for (const auto& text : texts) {
+    EXPECT_EQ(code_of([&] { parse_runtime_result(text); }), "RUNTIME_BROKER_RESULT_MALFORMED")
+        << text;
+  }
+}
+
+TEST(OpenClawResult, TakesAnEmbeddedResultOrFallsBackToTheFinalText) {
+  const json embedded = {{"schema", "aios.online-agent.runtime-result.v1"},
+                         {"status", "BLOCKED"},
+                         {"summary", "needs a decision"}};
+  const json turn = {{"ok", true},
+                     {"status", "ok"},
+                     {"final", "Here you go:\n```json\n" + embedded.dump() + "\n```"},
+                     {"toolSummary", {{"calls", 1}, {"tools", {"write"}}, {"failures", 0}}}};
+  const auto mapped = openclaw_runtime_result(turn.dump());
+  EXPECT_EQ(mapped.at("status"), "BLOCKED");
+  EXPECT_EQ(mapped.at("summary"), "needs a decision");
+  EXPECT_EQ(mapped.at("evidence").at("openclaw").at("tools"), json({"write"}));
+
+  auto plain = turn;
+  plain["final"] = "I rewrote the file.";
+  EXPECT_EQ(openclaw_runtime_result(plain.dump()).at("status"), "COMPLETED");
+  EXPECT_EQ(openclaw_runtime_result(plain.dump()).at("summary"), "I rewrote the file.");
+  auto failed = turn;
+  failed["ok"] = false;
+  failed["status"] = "error";
+  failed["error"] = "model unavailable";
+  EXPECT_EQ(openclaw_runtime_result(failed.dump()).at("status"), "FAILED");
+  EXPECT_EQ(code_of([] { openclaw_runtime_result("{\"final\": \"x\"}"); }),
+            "RUNTIME_BROKER_RESULT_MALFORMED");
+}
+
+TEST(OpenClawPrompt, CarriesTheTaskAndTheContractNotTheWorktreePath) {
+  auto value = request();
+  value["success_criteria"] = {{{"id", "c1"}, {"description", "tests pass"}}};
+  const auto prompt = render_openclaw_prompt(value);
+  EXPECT_NE(prompt.find("Fix the bug"), std::string::npos);
+  EXPECT_NE(prompt.find("- c1: tests pass"), std::string::npos);
+  EXPECT_NE(prompt.find("aios.online-agent.runtime-result.v1"), std::string::npos);
+  EXPECT_NE(prompt.find("Do not commit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aios::broker
+
+namespace aios::worker {
+namespace {
+
+using nlohmann::json;
+
+TEST(SecretPattern, FindsKeyShapesAndKnownSecretsButNotOrdinaryCode) {
+  EXPECT_EQ(secret_pattern("key = 'sk-" + std::string(32, 'x') + "'", {}), "OpenAI-style key");
+  EXPECT_EQ(secret_pattern("-----BEGIN OPENSSH PRIVATE KEY-----\nabc", {}), "private key");
+  EXPECT_EQ(secret_pattern("AKIAABCDEFGHIJKLMNOP", {}), "AWS access key id");
+  EXPECT_EQ(secret_pattern("ghp_" + std::string(36, 'a'), {}), "GitHub token");
+  EXPECT_EQ(secret_pattern("the agent token is worker-token-123", {"worker-token-123"}),
+            "known secret");
+  EXPECT_EQ(secret_pattern("token = read_token()\nsk-short\n-----BEGIN CERTIFICATE-----", {""}),
+            std::nullopt);
+}
+
+json command(const std::string& label, const std::vector<std::string>& argv) {
+  return {{"label", label}, {"argv", argv}, {"cwd", "."}, {"timeout_seconds", 30}};
+}
+
+TEST(VerificationPlan, RunsRequestsAsTheirAllowlistedCommandsThenTheRest) {
+  const json allowlist = {command("unit", {"/usr/bin/make", "test"}),
+                          command("lint", {"/usr/bin/make", "lint"})};
+  auto requested = command("mine", {"/usr/bin/make", "lint"});
+  requested["timeout_seconds"] = 3000;
+  requested["cwd"] = "sub";
+  const auto plan = verification_plan(allowlist, json::array({requested, requested}));
+  ASSERT_EQ(plan.size(), 2U);
+  EXPECT_EQ(plan[0], allowlist[1]);  // the allowlist's cwd and timeout, once
+  EXPECT_EQ(plan[1], allowlist[0]);
+  try {
+    verification_plan(allowlist, json::array({command("x", {"/usr/bin/make", "install"})}));
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), "ENGINEERING_VERIFICATION_NOT_ALLOWED");
+  }
+}
+
+}  // namespace
+}  // namespace aios::worker

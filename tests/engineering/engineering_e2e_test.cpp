@@ -1,0 +1,105 @@
+// Engineering tasks end to end with the real daemons: the scheduler with its Bridge, the
+// executor in --broker mode with a scripted backend, and the worker's engineering adapter. One
+// task from creation to SUCCEEDED with a governed commit of exactly the backend's edit, and each
+// way a backend can misbehave ending in its own failure code with no commit.
+#include <algorithm>
+#include <fstream>
+
+#include "engineering/engineering_fixture.hpp"
+
+namespace aios::engineering_test {
+namespace {
+
+struct Refusal {
+  std::string scenario;
+  std::string code;
+};
+
+class EngineeringE2E : public EngineeringTest {
+ protected:
+  // Runs one task whose backend plays `scenario`; returns the worker's TASK_FAILED code, or ""
+  // when the worker submitted a result.
+  std::string run_scenario(const std::string& task_id, const std::string& scenario,
+                           int backend_timeout = 60) {
+    start_broker("codex", scenario, backend_timeout);
+    create_task(engineering_task(task_id, "agent/" + task_id));
+    auto& worker = make_engineering_worker("eng-" + scenario, "codex");
+    worker.start();
+    if (!worker.wait_exit(std::chrono::seconds(60))) throw std::runtime_error(worker.log());
+    const auto failed = worker.find_event("TASK_FAILED");
+    return failed ? failed->at("error").get<std::string>() : "";
+  }
+
+  Json backend_record() {
+    std::ifstream in(record());
+    return Json::parse(in);
+  }
+};
+
+TEST_F(EngineeringE2E, EngineeringTaskIsCommittedWithExactlyTheBackendsEditAndSucceeds) {
+  // Given a backend that rewrites docs/BASE.md and asks for an allowlisted check, the worker
+  // should commit exactly that edit through the Bridge and the owner's PASS should end the task.
+  ASSERT_EQ(run_scenario("task-eng-ok", "edit"), "");
+  const auto view = task("task-eng-ok");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("status"), "SUCCEEDED") << result.dump();
+  EXPECT_EQ(result.at("classification"), "ENGINEERING_CHANGE_COMMITTED");
+  EXPECT_EQ(result.at("execution_mode"), "engineering");
+  EXPECT_EQ(result.at("runtime_status"), "COMPLETED");
+  EXPECT_EQ(result.at("writer_lease"), "GRANTED");
+  const auto commit = branch_oid("agent/task-eng-ok");
+  EXPECT_EQ(result.at("commit_oid"), commit);
+  EXPECT_EQ(result.at("changed_files").size(), 1U);
+  EXPECT_EQ(result.at("changed_files").at(0).at("path"), "docs/BASE.md");
+  EXPECT_EQ(result.at("tests").at(0).at("argv"), Json({"/usr/bin/true"}));
+  EXPECT_EQ(result.at("tests").at(0).at("passed"), true);
+  // The commit's diff against the base is the one edit, and its parent is the base.
+  EXPECT_EQ(repo_git("diff --name-status " + base() + " " + commit), "M\tdocs/BASE.md");
+  EXPECT_EQ(repo_git("show " + commit + ":docs/BASE.md"), "edited by the backend");
+  EXPECT_EQ(repo_git("rev-parse " + commit + "^"), base());
+
+  // The backend ran in the pinned worktree, with neither the agent token nor any lease.
+  const auto seen = backend_record();
+  EXPECT_EQ(seen.at("cwd"), seen.at("request").at("worktree"));
+  EXPECT_EQ(seen.at("request").at("schema"), "aios.online-agent.runtime-request.v1");
+  EXPECT_EQ(seen.at("request").at("base_oid"), base());
+  const auto everything = seen.dump();
+  EXPECT_EQ(everything.find(agent_token_), std::string::npos);
+  EXPECT_EQ(everything.find("lease"), std::string::npos);
+  // The worktree and its run directory are gone.
+  EXPECT_TRUE(std::filesystem::is_empty(workspaces()));
+
+  verify("task-eng-ok", "PASS");
+  EXPECT_EQ(task("task-eng-ok").at("status"), "SUCCEEDED");
+}
+
+class EngineeringRefusal : public EngineeringE2E, public ::testing::WithParamInterface<Refusal> {};
+
+TEST_P(EngineeringRefusal, EndsInItsOwnCodeWithoutACommit) {
+  // Given a backend that misbehaves, the worker should refuse with the matching code, commit
+  // nothing, and leave no worktree behind.
+  const auto& [scenario, code] = GetParam();
+  std::string task_id = "task-eng-" + scenario;
+  std::replace(task_id.begin(), task_id.end(), '_', '-');
+  EXPECT_EQ(run_scenario(task_id, scenario, scenario == "timeout" ? 1 : 60), code);
+  EXPECT_EQ(branch_oid("agent/" + task_id), "");
+  const auto view = task(task_id);
+  EXPECT_EQ(view.at("status"), "FAILED") << view.dump();
+  EXPECT_TRUE(std::filesystem::is_empty(workspaces()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, EngineeringRefusal,
+                         ::testing::Values(Refusal{"commit", "ENGINEERING_COMMIT_CREATED"},
+                                           Refusal{"move_head", "ENGINEERING_HEAD_MOVED"},
+                                           Refusal{"tag", "ENGINEERING_REFS_CHANGED"},
+                                           Refusal{"secret", "ENGINEERING_SECRET_DETECTED"},
+                                           Refusal{"symlink", "ENGINEERING_SYMLINK_ESCAPE"},
+                                           Refusal{"not_allowed",
+                                                   "ENGINEERING_VERIFICATION_NOT_ALLOWED"},
+                                           Refusal{"malformed", "RUNTIME_BROKER_RESULT_MALFORMED"},
+                                           Refusal{"timeout", "RUNTIME_BROKER_BACKEND_TIMEOUT"}),
+                         [](const auto& test_info) { return test_info.param.scenario; });
+
+}  // namespace
+}  // namespace aios::engineering_test
