@@ -12,6 +12,7 @@
 #include "../common/daemon_cli.hpp"
 #include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
+#include "aios/broker.hpp"
 #include "aios/executor.hpp"
 #include "aios/log.hpp"
 
@@ -65,6 +66,24 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", concurrency, "Serve mode: requests run at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  bool broker = false;
+  std::string config_root = aios::broker::kDefaultConfigRoot.string();
+  std::string worktree_root = aios::broker::kDefaultWorktreeRoot.string();
+  std::string self_test;
+  app.add_flag("--broker", broker,
+               "Engineering runtime broker mode (aios-agent-runtime-broker.service):\n"
+               "runtime-request.v1 in, the backend of <config-root>/agent-runtime-\n"
+               "<backend>.conf run in the request's worktree, runtime-result.v1 out;\n"
+               "--root defaults to /var/lib/aios-agent-runtime-broker");
+  app.add_option("--config-root", config_root, "Broker: root-owned backend configuration directory")
+      ->capture_default_str();
+  app.add_option("--worktree-root", worktree_root,
+                 "Broker: directory a request's worktree must lie under")
+      ->capture_default_str();
+  app.add_option("--self-test", self_test,
+                 "Broker: run the disposable self-test against this backend, print its\n"
+                 "report and exit (0 when the backend changed the worktree and HEAD\n"
+                 "stayed at the base commit)");
   app.add_option("--executable-root", executable_roots,
                  "Directory a profile's executable and node script must resolve\n"
                  "under; repeat for several. Replaces the built-in list: /usr/bin,\n"
@@ -79,11 +98,35 @@ int main(int argc, char** argv) {
   }
   execute.credentials_directory = env_path("CREDENTIALS_DIRECTORY");
   execute.temporary_root = env_path("TMPDIR").value_or("/tmp");
+  const aios::broker::BrokerOptions broker_options{
+      .config_root = config_root,
+      .executable_roots = execute.executable_roots,
+      .credentials_directory = execute.credentials_directory,
+      .temporary_root = execute.temporary_root,
+      .worktree_root = worktree_root};
+  if (broker && app.count("--root") == 0) root = aios::broker::kDefaultExchangeRoot.string();
+
+  if (!self_test.empty()) {
+    try {
+      executor::assert_no_secret_environment(own_environment());
+      const auto report = aios::broker::self_test(self_test, broker_options);
+      std::printf("%s\n", report.dump().c_str());
+      return 0;
+    } catch (const aios::Error& error) {
+      std::fprintf(stderr, "%s %s\n", executor::failure_text(error).c_str(),
+                   error.detail().c_str());
+      return 1;
+    }
+  }
 
   if (!request.empty()) {
     try {
       executor::assert_no_secret_environment(own_environment());
-      executor::execute_request(request, result, execute);
+      if (broker) {
+        aios::broker::execute_request(request, result, broker_options);
+      } else {
+        executor::execute_request(request, result, execute);
+      }
       return 0;
     } catch (const aios::Error& error) {
       std::fprintf(stderr, "%s\n", executor::failure_text(error).c_str());
@@ -93,7 +136,10 @@ int main(int argc, char** argv) {
 
   const aios::daemon::TerminationSignals signals;
   try {
-    executor::Server server({.root = root, .execute = execute, .concurrency = concurrency});
+    executor::Server server(
+        broker
+            ? aios::broker::serve_options(root, broker_options, concurrency)
+            : executor::ServeOptions{.root = root, .execute = execute, .concurrency = concurrency});
     executor::assert_no_secret_environment(own_environment());
     std::atomic<bool> failed = false;
     std::thread serving([&server, &failed] {

@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   std::string authority = config.authority_git_dir.string();
   std::string executor_root = config.executor_root.string();
   int executor_timeout = 1800;
+  std::string broker_root = config.broker_root.string();
+  int broker_timeout = static_cast<int>(config.broker_timeout.count());
   int heartbeat_ms = 10000;
   bool once = false;
   app.add_option("--api-url", config.task_api_url, "Task API base URL")
@@ -82,6 +84,16 @@ int main(int argc, char** argv) {
   app.add_option("--executor-timeout-seconds", executor_timeout,
                  "How long to wait for an external agent's result")
       ->envname("AIOS_EXTERNAL_AGENT_EXECUTOR_TIMEOUT_SECONDS")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--broker-root", broker_root,
+                 "Engineering runtime broker exchange directory (codex and other\n"
+                 "engineering backends); the broker's --worktree-root is --workspace-root")
+      ->envname("AIOS_AGENT_RUNTIME_BROKER_ROOT")
+      ->capture_default_str();
+  app.add_option("--broker-timeout-seconds", broker_timeout,
+                 "How long to wait for an engineering backend's result")
+      ->envname("AIOS_AGENT_RUNTIME_BROKER_TIMEOUT_SECONDS")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--state-root", state_root, "Worker state directory")
@@ -120,6 +132,8 @@ int main(int argc, char** argv) {
     config.authority_git_dir = authority;
     config.executor_root = executor_root;
     config.executor_timeout = std::chrono::seconds(executor_timeout);
+    config.broker_root = broker_root;
+    config.broker_timeout = std::chrono::seconds(broker_timeout);
     config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     std::filesystem::create_directories(config.workspace_root);
     aios::Worker worker(config);

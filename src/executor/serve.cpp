@@ -124,10 +124,11 @@ struct Server::State {
               "\n");
     };
     try {
-      const auto result = execute_request(request, results / name, execute);
-      log::info("EXTERNAL_AGENT_REQUEST_SUCCEEDED", {{"request", name},
-                                                     {"runtime", result["runtime"]},
-                                                     {"duration_ms", result["duration_ms"]}});
+      const auto result = options.handler(request, results / name, execute);
+      log::info("EXTERNAL_AGENT_REQUEST_SUCCEEDED",
+                {{"request", name},
+                 {"runtime", result.contains("runtime") ? result["runtime"] : result["backend"]},
+                 {"duration_ms", result["duration_ms"]}});
     } catch (const Error& error) {
       log::warn("EXTERNAL_AGENT_REQUEST_FAILED", {{"request", name}, {"error", error.code()}});
       record_failure(name, failure_text(error));
