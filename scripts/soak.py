@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Load soak of the whole suite on loopback: the scheduler, the executor and eight workers (four
+Hermes, two source-capture, two deterministic) over thousands of mixed tasks with a fake agent,
+while workers are SIGKILLed and restarted at random. The owner verifies every result. At the
+end: every task terminal, none lost, no agent run twice for one task (an fsync'd ledger), one
+result event per task, the RSS of the scheduler and the executor at start and end, and the p50
+and p99 of claim latency seen by a probe client under the load. Bounded: --tasks and --timeout;
+everything listens on 127.0.0.1 only.
+
+    scripts/soak.py                  2,000 tasks, a worker killed every 2 s
+    scripts/soak.py --short          CI: 200 tasks
+"""
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickstart import BUILD, WRITER, Api, Suite, fail, git  # noqa: E402
+
+AGENT = """import json, os, sys
+request = json.load(sys.stdin)
+fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+os.write(fd, (request["goal"] + "\\n").encode())
+os.fsync(fd)
+os.close(fd)
+print(json.dumps({"answer": "done: " + request["goal"]}))
+"""
+
+TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+
+
+def rss_kib(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=2000)
+    parser.add_argument("--short", action="store_true", help="CI size: 200 tasks")
+    parser.add_argument("--kill-every", type=float, default=2.0, help="seconds between kills")
+    parser.add_argument("--timeout", type=float, default=1500, help="give up after this long")
+    parser.add_argument("--seed", type=int, default=20261130)
+    args = parser.parse_args()
+    if args.short:
+        args.tasks = 200
+    rng = random.Random(args.seed)
+    state = Path(subprocess.run(["mktemp", "-d", "/tmp/aios-soak-XXXXXX"], capture_output=True,
+                                text=True, check=True).stdout.strip())
+    suite = Suite(state)
+    workers = {}
+    try:
+        report = run(args, rng, state, suite, workers)
+    finally:
+        for proc, _ in workers.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc, _ in workers.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        suite.stop()
+    print(json.dumps(report, indent=2))
+    print(f"state and logs: {state}")
+    if report["lost"] or report["duplicated_runs"] or report["duplicated_results"]:
+        fail("tasks lost or duplicated")
+    print(f"soak: {report['tasks']} tasks, 0 lost, 0 duplicated, {report['worker_kills']} worker kills")
+
+
+def run(args, rng, state, suite, workers):
+    control = os.urandom(24).hex()
+    (state / "control.token").write_text(control)
+    os.chmod(state / "control.token", 0o600)
+    authority, work = state / "authority.git", state / "seed"
+    git("init", "-q", "--bare", str(authority))
+    git("init", "-q", "-b", "main", str(work))
+    (work / "README.md").write_text("soak\n")
+    (work / "scheduler.py").write_text("class FleetScheduler:\n    def claim_lease(self, worker):\n"
+                                       "        return self.queue.dispatch(worker)\n")
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=soak", "-c", "user.email=soak@example.invalid", "commit", "-q", "-m",
+        "base", cwd=work)
+    git("push", "-q", str(authority), "main", cwd=work)
+    base = git("rev-parse", "HEAD", cwd=work)
+
+    ready = suite.start("scheduler", [str(BUILD / "aios-task-scheduler"),
+                                      "--db", str(state / "state.sqlite3"),
+                                      "--control-token-file", str(state / "control.token"),
+                                      "--api-port", "0", "--bridge-port", "0",
+                                      "--authority-git-dir", str(authority),
+                                      "--lease-seconds", "10", "--sweep-interval-ms", "500",
+                                      "--verification-executables", "/usr/bin/true"],
+                        ready="TASK_API_LISTENING")
+    api = Api(ready["port"], control)
+    bridge = Api(ready["bridge_port"], control)
+    scheduler_pid = suite.procs[-1][1].pid
+
+    ledger = state / "ledger.txt"
+    profiles, exchange = state / "profiles", state / "exchange"
+    for path in (profiles, exchange, state / "executor-tmp"):
+        path.mkdir()
+    (state / "agent.py").write_text(AGENT.replace("LEDGER", json.dumps(str(ledger))))
+    (profiles / "hermes.json").write_text(json.dumps({
+        "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
+        "argv": ["/usr/bin/python3", str(state / "agent.py")], "input_mode": "stdin_json",
+        "output_mode": "stdout_json", "timeout_seconds": 60, "max_output_bytes": 65536}))
+    suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
+                             "--profile-root", str(profiles), "--concurrency", "4"],
+                env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
+    executor_pid = suite.procs[-1][1].pid
+
+    flavours = [("hermes", ["agent.runtime.hermes"], "hermes")] * 4 + \
+               [("capture", ["git.read"], "source_capture")] * 2 + \
+               [("writer", WRITER, "deterministic")] * 2
+    for index, (kind, caps, adapters) in enumerate(flavours):
+        name = f"{kind}-{index}"
+        token = api.call("POST", "/v1/agents", {"agent_id": f"agent-{name}",
+                                                "granted_capabilities": caps})["token"]
+        (state / f"{name}.token").write_text(token)
+        argv = [str(BUILD / "aios-online-agent-worker"), "--api-url", api.base,
+                "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),
+                "--agent-id", name, "--capabilities", ",".join(caps),
+                "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
+                "--executor-root", str(exchange), "--state-root", str(state / f"worker-{name}"),
+                "--heartbeat-ms", "1000"]
+        workers[name] = (start_worker(state, name, argv, 0), argv)
+    rss_start = {"scheduler": rss_kib(scheduler_pid), "executor": rss_kib(executor_pid)}
+
+    def binding(task_id):
+        return {"task_id": task_id, "job_id": "job-" + task_id, "repository": "aios/aios",
+                "base_oid": base, "expected_branch_oid": base, "target_branch": "agent/" + task_id,
+                "branch_mode": "CREATE_NEW", "generation": 1, "idempotency_key": task_id + "-v1"}
+
+    kinds = {}
+    for i in range(args.tasks):
+        task_id = f"soak-{i:05d}"
+        roll = rng.random()
+        if roll < 0.5:
+            # The goal is the task id: the agent's ledger counts runs per task.
+            body = {"goal": task_id, "required_capabilities": ["agent.runtime.hermes"],
+                    "execution": {"action": "agent_runtime", "adapter": "hermes"}}
+            kinds[task_id] = "hermes"
+        elif roll < 0.8:
+            body = {"goal": f"Capture part {i}", "required_capabilities": ["git.read"],
+                    "execution": {"action": "source_capture", "adapter": "source_capture",
+                                  "capability_scope": ["git.read"],
+                                  "source_signals": ["scheduler claim lease"]}}
+            kinds[task_id] = "capture"
+        else:
+            body = {"goal": f"Write note {i}", "execution": {
+                "action": "deterministic", "adapter": "deterministic", "capability_scope": WRITER,
+                "change_set": [{"path": f"notes/{i}.md", "operation": "write_file",
+                                "content": f"note {i}\n"}]}}
+            kinds[task_id] = "writer"
+        api.call("POST", "/v1/tasks", {"task_id": task_id, "max_attempts": 5,
+                                       "binding": binding(task_id), **body})
+    print(f"== {args.tasks} tasks queued for 8 workers", flush=True)
+
+    latencies, stop = [], threading.Event()
+    probe = threading.Thread(target=probe_claims, args=(api, base, latencies, stop))
+    probe.start()
+    kills, deadline, next_kill = 0, time.monotonic() + args.timeout, time.monotonic() + args.kill_every
+    terminal = {}
+    try:
+        while len(terminal) < args.tasks and time.monotonic() < deadline:
+            if time.monotonic() >= next_kill:
+                name = rng.choice(sorted(workers))
+                proc, argv = workers[name]
+                proc.kill()
+                proc.wait()
+                kills += 1
+                workers[name] = (start_worker(state, name, argv, kills), argv)
+                next_kill = time.monotonic() + args.kill_every
+            for status in ("VERIFYING",):
+                listed = api.call("GET", f"/v1/tasks?status={status}&limit=1000")
+                for view in listed["tasks"]:
+                    if not view["task_id"].startswith("soak-"):
+                        continue
+                    api.call("POST", f"/v1/tasks/{view['task_id']}/verification",
+                             {"expected_revision": view["revision"], "decision": "PASS",
+                              "reason": "soak"}, ok=(200, 409))
+            for status in TERMINAL:
+                after = 0
+                while True:
+                    page = api.call("GET", f"/v1/tasks?status={status}&limit=1000&after={after}")
+                    for view in page["tasks"]:
+                        if view["task_id"].startswith("soak-"):
+                            terminal[view["task_id"]] = status
+                    if len(page["tasks"]) < 1000:
+                        break
+                    after = page.get("next_after", after + 1000)
+            print(f"\r   {len(terminal)}/{args.tasks} terminal, {kills} kills", end="", flush=True)
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        probe.join()
+    print()
+    runs = {}
+    if ledger.exists():
+        for line in ledger.read_text().splitlines():
+            runs[line] = runs.get(line, 0) + 1
+    results = {}
+    for task_id in kinds:
+        events = api.call("GET", f"/v1/tasks/{task_id}/events")["events"]
+        results[task_id] = sum(1 for e in events if e["event_type"] == "TASK_RESULT_SUBMITTED")
+    statuses = {}
+    for status in terminal.values():
+        statuses[status] = statuses.get(status, 0) + 1
+    return {
+        "tasks": args.tasks,
+        "terminal": statuses,
+        "lost": args.tasks - len(terminal),
+        "duplicated_runs": sum(1 for n in runs.values() if n > 1),
+        "agent_runs": sum(runs.values()),
+        "duplicated_results": sum(1 for task_id, n in results.items()
+                                  if n > 1 and terminal.get(task_id) == "SUCCEEDED"),
+        "worker_kills": kills,
+        "rss_kib_start": rss_start,
+        "rss_kib_end": {"scheduler": rss_kib(scheduler_pid), "executor": rss_kib(executor_pid)},
+        "probe_claims": len(latencies),
+        "claim_p50_ms": round(statistics.median(latencies) * 1000, 2) if latencies else None,
+        "claim_p99_ms": round(percentile(latencies, 0.99) * 1000, 2) if latencies else None,
+    }
+
+
+def start_worker(state, name, argv, generation):
+    log = open(state / f"worker-{name}.{generation}.log", "wb")
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
+    return subprocess.Popen(argv, stdout=log, stderr=log, env=base)
+
+
+def probe_claims(api, base, latencies, stop):
+    """A client of its own capability class claiming under the soak's load, timing each claim."""
+    token = api.call("POST", "/v1/agents", {"agent_id": "agent-probe",
+                                            "granted_capabilities": ["code.read"]})["token"]
+    agent = Api(int(api.base.rsplit(":", 1)[1]), token)
+    agent.call("POST", "/v1/workers/register", {"worker_id": "probe", "capabilities": ["code.read"],
+                                                "allowed_adapters": ["source_capture"]})
+    n = 0
+    while not stop.is_set():
+        task_id = f"probe-{n:05d}"
+        n += 1
+        view = api.call("POST", "/v1/tasks", {
+            "task_id": task_id, "goal": "probe", "required_capabilities": ["code.read"],
+            "binding": {"task_id": task_id, "job_id": "job-" + task_id, "repository": "aios/aios",
+                        "base_oid": base, "expected_branch_oid": base,
+                        "target_branch": "agent/" + task_id, "branch_mode": "CREATE_NEW",
+                        "generation": 1, "idempotency_key": task_id + "-v1"},
+            "execution": {"action": "source_capture", "adapter": "source_capture",
+                          "capability_scope": ["code.read"]}})
+        started = time.perf_counter()
+        agent.call("POST", f"/v1/tasks/{task_id}/claim", {
+            "worker_id": "probe", "expected_revision": view["revision"],
+            "execution_digest": view["execution_digest"]})
+        latencies.append(time.perf_counter() - started)
+        api.call("POST", f"/v1/tasks/{task_id}/cancel", {"reason": "probe"})
+        stop.wait(0.2)
+
+
+if __name__ == "__main__":
+    main()
