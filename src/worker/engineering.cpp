@@ -3,6 +3,8 @@
 // verification, and the writer lease and governed commit of exactly the change it read.
 #include "worker/engineering.hpp"
 
+#include <algorithm>
+
 #include "aios/broker.hpp"
 #include "aios/canonical.hpp"
 #include "aios/git.hpp"
@@ -96,6 +98,27 @@ json result_of(const json& envelope, const json& state, const std::string& statu
   return result;
 }
 
+// Waits for the broker in heartbeat-sized slices: a backend may work for far longer than the
+// task lease, and the heartbeat only extends the lease while this loop shows it is alive.
+json await_backend(RunContext& run, const json& request) {
+  const auto deadline = std::chrono::steady_clock::now() + run.config.broker_timeout;
+  for (;;) {
+    run.heartbeat.alive("engineering_backend");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    try {
+      return broker::exchange(
+          run.config.broker_root, request,
+          std::max(std::chrono::milliseconds(1), std::min(left, run.config.heartbeat_interval)));
+    } catch (const Error& error) {
+      if (error.code() != "EXTERNAL_AGENT_EXCHANGE_TIMEOUT" || run.heartbeat.lost() ||
+          std::chrono::steady_clock::now() >= deadline) {
+        throw;
+      }
+    }
+  }
+}
+
 json finish(RunContext& run, json result, const std::string& phase) {
   run.checkpoint.state["result"] = result;
   run.checkpoint.phase = phase;
@@ -123,21 +146,17 @@ json run_engineering(RunContext& run) {
       throw Error(ErrorCode::ENGINEERING_WORKTREE_FAILED, "the worktree of the request is gone");
     }
     const auto& input = envelope.at("runtime_input");
-    run.heartbeat.alive("engineering_backend");
-    const json answer = broker::exchange(
-        run.config.broker_root,
-        {{"schema", broker::kRequestSchema},
-         {"request_id", request_id},
-         {"backend", envelope.at("adapter")},
-         {"task_id", envelope.at("task_id")},
-         {"execution_digest", envelope.at("execution_digest")},
-         {"base_oid", envelope.at("base_oid")},
-         {"worktree", directory.worktree().string()},
-         {"goal", input.at("goal")},
-         {"instructions", input.at("instructions")},
-         {"success_criteria", input.at("success_criteria")},
-         {"constraints", input.at("constraints")}},
-        std::chrono::duration_cast<std::chrono::milliseconds>(run.config.broker_timeout));
+    const json answer = await_backend(run, {{"schema", broker::kRequestSchema},
+                                            {"request_id", request_id},
+                                            {"backend", envelope.at("adapter")},
+                                            {"task_id", envelope.at("task_id")},
+                                            {"execution_digest", envelope.at("execution_digest")},
+                                            {"base_oid", envelope.at("base_oid")},
+                                            {"worktree", directory.worktree().string()},
+                                            {"goal", input.at("goal")},
+                                            {"instructions", input.at("instructions")},
+                                            {"success_criteria", input.at("success_criteria")},
+                                            {"constraints", input.at("constraints")}});
     state["runtime_result"] = answer.at("runtime_result");
     state["runtime_duration_ms"] = answer.at("duration_ms");
     log::info("ENGINEERING_BACKEND_COMPLETED",

@@ -149,6 +149,84 @@ TEST(OpenClawPrompt, CarriesTheTaskAndTheContractNotTheWorktreePath) {
 }  // namespace
 }  // namespace aios::broker
 
+namespace aios {
+namespace {
+
+using nlohmann::json;
+
+GovernedBinding engineering_binding() {
+  return GovernedBinding::from_mapping({{"task_id", "task-eng"},
+                                        {"job_id", "job-eng"},
+                                        {"repository", "aios/aios"},
+                                        {"base_oid", std::string(40, 'a')},
+                                        {"expected_branch_oid", std::string(40, 'a')},
+                                        {"target_branch", "agent/task-eng"},
+                                        {"branch_mode", "CREATE_NEW"},
+                                        {"generation", 1},
+                                        {"idempotency_key", "task-eng-binding-v1"}});
+}
+
+json engineering_request() {
+  return {
+      {"action", "engineering"},
+      {"adapter", "codex"},
+      {"capability_scope", {"governed.write.branch", "governed.write.file", "git.read"}},
+      {"runtime_input", {{"goal", "Fix the bug"}}},
+      {"verification",
+       {{{"label", "unit"}, {"argv", {"/usr/bin/true"}}, {"cwd", "."}, {"timeout_seconds", 30}}}}};
+}
+
+std::string projection_code(const json& request) {
+  try {
+    project_execution_envelope(engineering_binding(), request);
+  } catch (const Error& error) {
+    return error.code();
+  }
+  return "";
+}
+
+TEST(EngineeringEnvelope, HoldsTheTaskAndAWriterLeaseButNoChangeSet) {
+  const auto envelope = project_execution_envelope(engineering_binding(), engineering_request());
+  EXPECT_EQ(envelope.at("action"), "engineering");
+  EXPECT_EQ(envelope.at("change_set"), json::array());
+  EXPECT_EQ(envelope.at("runtime_input").at("goal"), "Fix the bug");
+  EXPECT_EQ(envelope.at("governance").at("writer_lease"), true);
+  EXPECT_TRUE(envelope.at("governance").contains("commit_idempotency_key"));
+  EXPECT_EQ(validate_execution_envelope(envelope), envelope);
+
+  // Another goal is another plan, so it can never replay the first one's commit.
+  auto other = engineering_request();
+  other["runtime_input"]["goal"] = "Fix another bug";
+  EXPECT_NE(project_execution_envelope(engineering_binding(), other)
+                .at("governance")
+                .at("commit_idempotency_key"),
+            envelope.at("governance").at("commit_idempotency_key"));
+}
+
+TEST(EngineeringEnvelope, RefusesWhatDoesNotBelongToAnEngineeringTask) {
+  auto adapter = engineering_request();
+  adapter["adapter"] = "deterministic";
+  EXPECT_EQ(projection_code(adapter), "ENGINEERING_ADAPTER_INVALID");
+  auto changes = engineering_request();
+  changes["change_set"] = {{{"path", "a.md"}, {"operation", "write_file"}, {"content", "a"}}};
+  EXPECT_EQ(projection_code(changes), "ENGINEERING_CHANGE_SET_DENY");
+  auto scope = engineering_request();
+  scope["capability_scope"] = {"governed.write.branch", "git.read"};
+  EXPECT_EQ(projection_code(scope), "ENGINEERING_CAPABILITY_REQUIRED");
+  auto signals = engineering_request();
+  signals["source_signals"] = {"scheduler"};
+  EXPECT_EQ(projection_code(signals), "ENGINEERING_SOURCE_SIGNALS_DENY");
+  auto input = engineering_request();
+  input.erase("runtime_input");
+  EXPECT_EQ(projection_code(input), "AGENT_RUNTIME_INPUT_REQUIRED");
+  auto shell = engineering_request();
+  shell["verification"][0]["argv"] = {"/bin/sh", "-c", "true"};
+  EXPECT_EQ(projection_code(shell), "VERIFICATION_SHELL_DENY");
+}
+
+}  // namespace
+}  // namespace aios
+
 namespace aios::worker {
 namespace {
 

@@ -3,6 +3,7 @@
 // task from creation to SUCCEEDED with a governed commit of exactly the backend's edit, and each
 // way a backend can misbehave ending in its own failure code with no commit.
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 
 #include "engineering/engineering_fixture.hpp"
@@ -73,6 +74,65 @@ TEST_F(EngineeringE2E, EngineeringTaskIsCommittedWithExactlyTheBackendsEditAndSu
   verify("task-eng-ok", "PASS");
   EXPECT_EQ(task("task-eng-ok").at("status"), "SUCCEEDED");
 }
+
+TEST_F(EngineeringE2E, BridgeTakesAChangeSetWithTheCommitOnlyForAnEngineeringEnvelope) {
+  // Given an engineering task and a deterministic one under their writer leases, the Bridge
+  // should commit the change set sent with an engineering commit, require one there, and refuse
+  // one sent for a deterministic plan (whose change set is its envelope's).
+  register_worker(agent(), "worker-eng", bridge_test::kWriterCapabilities, {"codex"}, 2);
+  create_task(engineering_task("task-eng-bridge", "agent/eng-bridge"));
+  const auto lease = claim_for("task-eng-bridge", "worker-eng");
+  const auto granted = require(writer_lease(lease), 201, "writer lease");
+  EXPECT_EQ(commit(lease, granted.at("writer_lease_id")).code(), "REQUEST_FIELDS_INVALID");
+  auto body = proof_of(lease);
+  body["writer_lease_id"] = granted.at("writer_lease_id");
+  body["change_set"] = {write_file("docs/.git/config", "x")};
+  EXPECT_EQ(agent_bridge().post("/v2/governed-commits", body).code(), "CHANGE_PATH_GIT_DENY");
+  body["change_set"] = {write_file("docs/NEW.md", "from the worker\n")};
+  require(agent_bridge().post("/v2/governed-commits", body), 201, "engineering commit");
+  EXPECT_EQ(repo_git("show agent/eng-bridge:docs/NEW.md"), "from the worker");
+
+  create_task(deterministic_task(binding("task-det-bridge", "agent/det-bridge"),
+                                 {write_file("a.md", "a")}));
+  const auto det = claim_for("task-det-bridge", "worker-w1");
+  const auto det_granted = require(writer_lease(det), 201, "writer lease");
+  auto det_body = proof_of(det);
+  det_body["writer_lease_id"] = det_granted.at("writer_lease_id");
+  det_body["change_set"] = {write_file("b.md", "b")};
+  EXPECT_EQ(agent_bridge().post("/v2/governed-commits", det_body).code(), "REQUEST_FIELDS_INVALID");
+  EXPECT_EQ(branch_oid("agent/det-bridge"), "");
+}
+
+class EngineeringCrash : public EngineeringE2E,
+                         public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(EngineeringCrash, RestartNeverRunsTheBackendOrCommitsTwice) {
+  // Given a worker SIGKILLed right after a durable engineering phase, the restarted worker
+  // should finish the task with the backend run once and one governed commit.
+  std::string task_id = "task-eng-crash-" + GetParam();
+  std::replace(task_id.begin(), task_id.end(), '_', '-');
+  start_broker("codex", "edit");
+  create_task(engineering_task(task_id, "agent/" + task_id));
+  auto& worker = make_engineering_worker("eng-crash", "codex", false);
+  worker.options().env = {"AIOS_WORKER_FAULT_KILL_AFTER_PHASE=" + GetParam()};
+  worker.start();
+  const auto first = worker.wait_exit(std::chrono::seconds(60));
+  ASSERT_TRUE(first) << worker.log();
+  ASSERT_TRUE(first->killed_by(SIGKILL)) << first->describe() << "\n" << worker.log();
+  worker.options().env.clear();
+  worker.start();
+  ASSERT_TRUE(taskapi_test::eventually([&] { return task(task_id).at("status") == "VERIFYING"; },
+                                       std::chrono::seconds(60)))
+      << worker.log();
+  EXPECT_TRUE(worker.stop().exited_with(0)) << worker.log();
+  EXPECT_EQ(backend_runs(), 1U);
+  EXPECT_EQ(repo_git("rev-list --count agent/" + task_id), "2");
+  EXPECT_EQ(task(task_id).at("result").at("commit_oid"), branch_oid("agent/" + task_id));
+}
+
+INSTANTIATE_TEST_SUITE_P(Phases, EngineeringCrash,
+                         ::testing::Values("engineering_requested", "verification_passed"),
+                         [](const auto& test_info) { return test_info.param; });
 
 class EngineeringRefusal : public EngineeringE2E, public ::testing::WithParamInterface<Refusal> {};
 

@@ -3,6 +3,7 @@
 // authority repository, the real aios-external-agent-executor in --broker mode with a scripted
 // Python backend behind it, and a real worker running the engineering adapter.
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ inline constexpr std::string_view kFakeBackend = R"PY(
 import json, os, subprocess, sys, time
 request = json.load(sys.stdin)
 scenario = os.environ["AIOS_FAKE_SCENARIO"]
+with open(os.environ["AIOS_FAKE_RECORD"] + ".runs", "a") as runs:
+    runs.write("run\n")
 with open(os.environ["AIOS_FAKE_RECORD"], "w") as record:
     json.dump({"cwd": os.getcwd(), "request": request, "environ": dict(os.environ)}, record)
 
@@ -96,7 +99,8 @@ class EngineeringTest : public WorkerTest {
   }
 
   // A worker that runs `adapter` engineering tasks once, with the broker's exchange.
-  test::Daemon& make_engineering_worker(const std::string& name, const std::string& adapter) {
+  test::Daemon& make_engineering_worker(const std::string& name, const std::string& adapter,
+                                        bool once = true) {
     const auto token = create_agent("agent-" + name, Json(kEngineeringWorker));
     const auto token_file = dir() / (name + ".token");
     test::write_text_file(token_file, token);
@@ -107,30 +111,20 @@ class EngineeringTest : public WorkerTest {
       caps += (caps.empty() ? "" : ",") + capability;
     test::DaemonOptions options;
     options.binary = test::daemon_binary("aios-online-agent-worker");
-    options.args = {"--api-url",
-                    "http://127.0.0.1:" + std::to_string(port()),
-                    "--bridge-url",
-                    "http://127.0.0.1:" + std::to_string(scheduler().bridge_port()),
-                    "--agent-token-file",
-                    token_file.string(),
-                    "--agent-id",
-                    name,
-                    "--capabilities",
-                    caps,
-                    "--allowed-adapters",
-                    adapter,
-                    "--authority-git-dir",
-                    scheduler().authority_git_dir().string(),
-                    "--broker-root",
-                    broker_root().string(),
-                    "--state-root",
-                    (dir() / ("state-" + name)).string(),
-                    "--workspace-root",
-                    workspaces().string(),
-                    "--heartbeat-ms",
-                    "200",
-                    "--once"};
-    options.ready_event = "WORKER_ONCE_DONE";
+    options.args = {
+        "--api-url",           "http://127.0.0.1:" + std::to_string(port()),
+        "--bridge-url",        "http://127.0.0.1:" + std::to_string(scheduler().bridge_port()),
+        "--agent-token-file",  token_file.string(),
+        "--agent-id",          name,
+        "--capabilities",      caps,
+        "--allowed-adapters",  adapter,
+        "--authority-git-dir", scheduler().authority_git_dir().string(),
+        "--broker-root",       broker_root().string(),
+        "--state-root",        (dir() / ("state-" + name)).string(),
+        "--workspace-root",    workspaces().string(),
+        "--heartbeat-ms",      "200"};
+    if (once) options.args.push_back("--once");
+    options.ready_event = once ? "WORKER_ONCE_DONE" : "WORKER_READY";
     options.port_field.clear();
     options.ready_timeout = std::chrono::seconds(60);
     workers_.push_back(std::make_unique<test::Daemon>(options, dir(), "worker-" + name));
@@ -155,6 +149,14 @@ class EngineeringTest : public WorkerTest {
                  {"argv", {"/usr/bin/true"}},
                  {"cwd", "."},
                  {"timeout_seconds", 30}}}}}}};
+  }
+
+  // How often the backend ran.
+  std::size_t backend_runs() {
+    std::ifstream in(record().string() + ".runs");
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
   }
 
   std::unique_ptr<test::Daemon> broker_;
