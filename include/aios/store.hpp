@@ -108,9 +108,11 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
 std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
                                        std::int64_t after_seq, std::size_t limit);
 
-// QUEUED tasks with attempts left, in fleet order: legacy priority first, then the scope served
-// least (dispatch_count / scope_weight), then queue order.
-std::vector<TaskRow> queued_tasks_in_fleet_order(SQLite::Database& db);
+// Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority first,
+// then the scope served least: dispatch_count / scope_weight, then queue order), until it
+// returns false. Reads only the rows it visits, through indexes.
+void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
+                                       const std::function<bool(const TaskRow&)>& visit);
 
 }  // namespace store
 }  // namespace aios

@@ -15,6 +15,8 @@ const nlohmann::json kNull;
 
 const nlohmann::json kDefaultLimit = 10;
 
+constexpr double kLivenessGranularity = 1.0;  // seconds
+
 const fleet::WorkerState& own_worker(const std::optional<fleet::WorkerState>& worker,
                                      const Agent& agent) {
   if (!worker) fail(ErrorCode::WORKER_NOT_FOUND);
@@ -45,29 +47,39 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
   const auto limit = static_cast<std::size_t>(envelope::require_int(
       envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
   const double now = to_epoch_seconds(clock_.now());
-  // Polling is the worker's liveness signal; it is the only write a poll makes.
-  db_.write([&](SQLite::Database& db) {
-    own_worker(fleet::load_worker(db, worker_id, now), agent);
-    touch_worker(db, worker_id, now);
+  // Polling is the worker's liveness signal, and the only write a poll makes. It is recorded
+  // at most once per kLivenessGranularity: liveness is judged over worker_online_window, and an
+  // fsync'd commit on every poll would cap the fleet's polls at the disk's commit rate.
+  double last_seen = 0;
+  db_.read([&](SQLite::Database& db) {
+    last_seen = own_worker(fleet::load_worker(db, worker_id, now), agent).last_seen;
   });
+  if (now - last_seen >= kLivenessGranularity || now < last_seen) {
+    db_.write([&](SQLite::Database& db) {
+      own_worker(fleet::load_worker(db, worker_id, now), agent);
+      touch_worker(db, worker_id, now);
+    });
+  }
   nlohmann::json tasks = nlohmann::json::array();
   nlohmann::json deferred = nlohmann::json::array();
   db_.read([&](SQLite::Database& db) {
     const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
     const auto failed_here = fleet::tasks_failed_in_domain(db, worker.failure_domain);
-    for (const auto& row : store::queued_tasks_in_fleet_order(db)) {
-      if (tasks.size() >= limit) break;
+    // The queue is read in fleet order only until `limit` tasks are found.
+    store::visit_queued_tasks_in_fleet_order(db, [&](const store::TaskRow& row) {
       const bool quarantined = fleet::task_quarantined(db, row.task_id, worker_id, now);
       auto reasons =
           fleet::ineligibility_reasons(worker, row, facts_->get(row), quarantined, now, options_);
       // A full worker still sees what it could take next; the claim enforces the slot.
       std::erase(reasons, "no_free_slot");
-      if (!reasons.empty()) continue;
-      // A retry goes to another failure domain first; this domain takes it only when it has
-      // nothing else, so a single-domain fleet still retries at once.
-      auto& list = failed_here.contains(row.task_id) ? deferred : tasks;
-      if (list.size() < limit) list.push_back(fleet::view_of(row));
-    }
+      if (reasons.empty()) {
+        // A retry goes to another failure domain first; this domain takes it only when it has
+        // nothing else, so a single-domain fleet still retries at once.
+        auto& list = failed_here.contains(row.task_id) ? deferred : tasks;
+        if (list.size() < limit) list.push_back(fleet::view_of(row));
+      }
+      return tasks.size() < limit;
+    });
   });
   for (auto& view : deferred) {
     if (tasks.size() >= limit) break;

@@ -14,7 +14,7 @@ struct Migration {
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 2> kMigrations = {{
+inline constexpr std::array<Migration, 3> kMigrations = {{
     {1, R"sql(
 CREATE TABLE IF NOT EXISTS tasks(
   task_id TEXT PRIMARY KEY,
@@ -190,6 +190,12 @@ CREATE TABLE bridge_commits(
   created_at TEXT NOT NULL,
   applied_at TEXT
 );
+)sql"},
+    // A poll reads the queue in fleet order group by group, each group in seq order, and stops
+    // after `limit` eligible tasks (store::visit_queued_tasks_in_fleet_order). Not a partial
+    // index on status='QUEUED': with status in it, finding the next group never reads a row.
+    {3, R"sql(
+CREATE INDEX tasks_by_status_scope ON tasks(status, priority, scope_key, scope_weight, seq);
 )sql"},
 }};
 

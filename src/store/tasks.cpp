@@ -150,21 +150,99 @@ std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& 
   return rows;
 }
 
-std::vector<TaskRow> queued_tasks_in_fleet_order(SQLite::Database& db) {
-  std::string columns;
-  for (std::string_view rest = kColumns; !rest.empty();) {
-    const auto comma = rest.find(',');
-    columns += (columns.empty() ? "t." : ",t.") + std::string(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+// The fleet order, merged from its groups: the queued tasks of one (priority, scope_key,
+// scope_weight) share their first two sort keys, so each group is read in seq order straight
+// from the tasks_by_status_scope index and only the group heads are compared. A poll that
+// stops after `limit` eligible tasks reads a few rows, not the queue, and sorts nothing.
+void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
+                                       const std::function<bool(const TaskRow&)>& visit) {
+  struct Group {
+    std::unique_ptr<SQLite::Statement> rows;
+    double served = 0;  // dispatch_count / scope_weight, as the SQL ordering computed it
+    std::optional<TaskRow> head;
+  };
+  std::vector<Group> groups;
+  // The groups are found by a loose index scan of tasks_by_status_scope: the first group, then
+  // each next one by a seek past the previous, trying the next weight of the same scope, the
+  // next scope of the same priority, then the next priority. Each seek binds an equality
+  // prefix and one range, which SQLite follows in the index; a row-value range
+  // (priority, scope_key, scope_weight) > (?, ?, ?) seeks on priority alone and walks a group.
+  const std::string group_columns =
+      "SELECT priority, scope_key, scope_weight FROM tasks INDEXED BY tasks_by_status_scope "
+      "WHERE status='QUEUED' AND ";
+  SQLite::Statement first(db, group_columns +
+                                  "priority IS NOT NULL "
+                                  "ORDER BY priority, scope_key, scope_weight LIMIT 1");
+  SQLite::Statement next_weight(db, group_columns +
+                                        "priority=?1 AND scope_key=?2 AND "
+                                        "scope_weight>?3 ORDER BY scope_weight LIMIT 1");
+  SQLite::Statement next_scope(db, group_columns +
+                                       "priority=?1 AND scope_key>?2 "
+                                       "ORDER BY scope_key, scope_weight LIMIT 1");
+  SQLite::Statement next_priority(db, group_columns +
+                                          "priority>?1 "
+                                          "ORDER BY priority, scope_key, scope_weight "
+                                          "LIMIT 1");
+  SQLite::Statement dispatched(db,
+                               "SELECT dispatch_count FROM fleet_scope_state WHERE scope_key=?");
+  std::int64_t priority = 0;
+  std::string scope_key;
+  double weight = 0;
+  // Steps `seek`; on a row, makes it the current group.
+  const auto found = [&](SQLite::Statement& seek) {
+    const bool row = seek.executeStep();
+    if (row) {
+      priority = seek.getColumn(0).getInt64();
+      scope_key = seek.getColumn(1).getString();
+      weight = seek.getColumn(2).getDouble();
+    }
+    seek.reset();
+    return row;
+  };
+  const auto advance = [&] {
+    next_weight.bind(1, priority);
+    next_weight.bind(2, scope_key);
+    next_weight.bind(3, weight);
+    if (found(next_weight)) return true;
+    next_scope.bind(1, priority);
+    next_scope.bind(2, scope_key);
+    if (found(next_scope)) return true;
+    next_priority.bind(1, priority);
+    return found(next_priority);
+  };
+  for (bool more = found(first); more; more = advance()) {
+    dispatched.bind(1, scope_key);
+    const auto count = dispatched.executeStep() ? dispatched.getColumn(0).getInt64() : 0;
+    dispatched.reset();
+    Group group;
+    group.served = static_cast<double>(count) / weight;
+    group.rows = std::make_unique<SQLite::Statement>(
+        db, std::string("SELECT ") + kColumns +
+                " FROM tasks INDEXED BY tasks_by_status_scope WHERE status='QUEUED' AND "
+                "priority=?1 AND scope_key=?2 AND scope_weight=?3 AND attempt<max_attempts "
+                "ORDER BY seq");
+    group.rows->bind(1, priority);
+    group.rows->bind(2, scope_key);
+    group.rows->bind(3, weight);
+    if (group.rows->executeStep()) {
+      group.head = read_row(*group.rows);
+      groups.push_back(std::move(group));
+    }
   }
-  SQLite::Statement query(
-      db, "SELECT " + columns +
-              " FROM tasks t LEFT JOIN fleet_scope_state s ON s.scope_key=t.scope_key "
-              "WHERE t.status='QUEUED' AND t.attempt<t.max_attempts ORDER BY t.priority DESC, "
-              "COALESCE(s.dispatch_count,0)/t.scope_weight ASC, t.seq ASC");
-  std::vector<TaskRow> rows;
-  while (query.executeStep()) rows.push_back(read_row(query));
-  return rows;
+  // Legacy priority first, then the scope served least, then queue order.
+  const auto before = [](const Group& a, const Group& b) {
+    if (a.head->priority != b.head->priority) return a.head->priority > b.head->priority;
+    if (a.served != b.served) return a.served < b.served;
+    return a.head->seq < b.head->seq;
+  };
+  while (true) {
+    Group* next = nullptr;
+    for (auto& group : groups) {
+      if (group.head && (next == nullptr || before(group, *next))) next = &group;
+    }
+    if (next == nullptr || !visit(*next->head)) return;
+    next->head = next->rows->executeStep() ? std::optional(read_row(*next->rows)) : std::nullopt;
+  }
 }
 
 }  // namespace aios::store

@@ -180,6 +180,41 @@ TEST_F(FleetOrderTest, PollLimitKeepsTheRankPrefix) {
   EXPECT_EQ(ids(polled["tasks"]), (std::vector<std::string>{"limit-1", "limit-2"}));
 }
 
+TEST_F(FleetOrderTest, PollFollowsTheFleetOrderOfTheWholeQueue) {
+  // Given a queue mixing priorities, scopes, weights and scopes already served, we should poll
+  // exactly the order the one-statement SQL ranking gives (priority, served / weight, seq),
+  // though the poll reads it group by group and stops at its limit.
+  const Agent agent = make_agent("agent-mixed");
+  register_worker(agent, "worker-mixed", {{"max_concurrency", 8}});
+  for (int i = 0; i < 3; ++i) {
+    auto spec = project_task("served-" + std::to_string(i), "tenant-" + std::to_string(i % 2),
+                             "project-" + std::to_string(i % 2));
+    spec.priority = 50;
+    create_task(spec);
+  }
+  ASSERT_EQ(drain(agent, "worker-mixed", 3).size(), 3u);
+  for (int i = 0; i < 36; ++i) {
+    auto spec = project_task("mixed-" + std::to_string(i), "tenant-" + std::to_string(i % 3),
+                             "project-" + std::to_string(i % 3));
+    spec.priority = (i % 4 == 0) ? 2 : 0;
+    if (i % 5 == 0) spec.metadata = {{"fleet_scope_weight", 2.5}};
+    create_task(spec);
+  }
+  std::vector<std::string> expected;
+  for (const auto& row :
+       rows("SELECT t.task_id FROM tasks t LEFT JOIN fleet_scope_state s ON "
+            "s.scope_key=t.scope_key WHERE t.status='QUEUED' AND t.attempt<t.max_attempts "
+            "ORDER BY t.priority DESC, COALESCE(s.dispatch_count,0)/t.scope_weight ASC, t.seq")) {
+    expected.push_back(row[0]);
+  }
+  ASSERT_EQ(expected.size(), 36u);
+
+  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "worker-mixed"}, {"limit", 100}})["tasks"]),
+            expected);
+  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "worker-mixed"}, {"limit", 7}})["tasks"]),
+            std::vector<std::string>(expected.begin(), expected.begin() + 7));
+}
+
 TEST_F(FleetOrderTest, LegacyPriorityComesAheadOfFairness) {
   // Given scope A already served and a higher-priority A task beside a lower-priority task of
   // the unserved scope B, we should serve the A task first.

@@ -1,7 +1,7 @@
-// The transitions never scan a table that grows with the queue: every statement a claim,
-// heartbeat, result, release or verification runs is traced and its query plan must reach
-// tasks, task_events, claims, results and fleet_dispatches through an index. This is why claim
-// cost does not grow with the number of queued tasks (docs/performance.md).
+// The transitions and the poll never scan a table that grows with the queue: every statement a
+// poll, claim, heartbeat, result, release or verification runs is traced and its query plan must
+// reach tasks, task_events, claims, results and fleet_dispatches through an index. This is why
+// claim cost does not grow with the number of queued tasks (docs/performance.md).
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
@@ -86,6 +86,23 @@ TEST_F(QueryPlanTest, TransitionsReachGrowingTablesOnlyThroughIndexes) {
                   {{"lease_token", again["lease_token"]}, {"failure_class", "runtime_crash"}});
 
   ASSERT_GT(statements_.size(), 10u);
+  EXPECT_EQ(scans(), std::vector<std::string>{});
+}
+
+TEST_F(QueryPlanTest, PollReachesTheQueueOnlyThroughIndexes) {
+  // Given a queue over three tenants, a poll should find its tasks through indexes: it reads
+  // the queue in fleet order group by group and stops at its limit, never scanning tasks.
+  const auto agent = make_agent("agent-poll-plans");
+  register_worker(agent, "worker-poll-plans", {{"max_concurrency", 4}});
+  for (int i = 0; i < 60; ++i) {
+    create_task(project_task("poll-plan-" + std::to_string(i), "tenant-" + std::to_string(i % 3),
+                             "project"));
+  }
+  claim(agent, "poll-plan-4", "worker-poll-plans");
+
+  const auto polled = traced_.poll(agent, {{"worker_id", "worker-poll-plans"}, {"limit", 5}});
+
+  ASSERT_EQ(polled["tasks"].size(), 5u);
   EXPECT_EQ(scans(), std::vector<std::string>{});
 }
 
