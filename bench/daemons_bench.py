@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The daemons under load, each beside its floor measured in the same run.
+
+  poll    POST /v1/tasks/poll with N queued tasks (two runtimes, three tenants), keep-alive,
+          against GET /health of the same scheduler (the HTTP floor)
+  memory  VmRSS of each of the four daemons idle, and VmRSS/VmHWM of the scheduler under the
+          poll load
+
+Prints one JSON object on stdout; scripts/bench turns it into docs/performance.md. Every
+daemon listens on loopback, on an ephemeral port, with its state in a temporary directory.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+OID = "a" * 40
+
+
+def vm(pid, field):
+    """A /proc/<pid>/status figure (VmRSS, VmHWM) in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{field} not in /proc/{pid}/status")
+
+
+class Suite:
+    def __init__(self, state):
+        self.state, self.procs = state, []
+
+    def start(self, name, argv, env=None, ready=None):
+        log = open(self.state / f"{name}.log", "wb")
+        base = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
+        proc = subprocess.Popen(argv, stderr=log, stdout=log, env={**base, **(env or {})})
+        self.procs.append(proc)
+        deadline = time.monotonic() + 30
+        while ready and time.monotonic() < deadline:
+            for line in (self.state / f"{name}.log").read_text(errors="replace").splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == ready:
+                    return proc, event
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"{name} did not report {ready}: see {self.state / (name + '.log')}")
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def call(port, token, method, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=json.dumps(body).encode())
+    request.add_header("Authorization", "Bearer " + token)
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def task_template():
+    task = "bench-@I@"
+    return json.dumps({
+        "task_id": task, "goal": "Benchmark task.", "required_capabilities": ["agent.runtime.@R@"],
+        "scope_type": "tenant", "tenant_id": "tenant-@T@", "max_attempts": 3,
+        "binding": {"task_id": task, "job_id": "job-" + task, "repository": "aios/bench",
+                    "base_oid": OID, "expected_branch_oid": OID, "target_branch": "agent/" + task,
+                    "branch_mode": "CREATE_NEW", "generation": 1,
+                    "idempotency_key": task + "-binding"},
+        "execution": {"action": "agent_runtime", "adapter": "@R@"}})
+
+
+class Load:
+    def __init__(self, build, state):
+        self.driver, self.state = build / "bench" / "aios-bench-http", state
+
+    def run(self, port, *args, token_file=None, body=None):
+        argv = [str(self.driver), "--port", str(port), *args]
+        if token_file:
+            argv += ["--token-file", str(token_file)]
+        if body is not None:
+            (self.state / "body.json").write_text(body)
+            argv += ["--body-file", str(self.state / "body.json")]
+        out = subprocess.run(argv, capture_output=True, text=True)
+        report = json.loads(out.stdout) if out.stdout.strip() else {}
+        if out.returncode != 0:
+            raise RuntimeError(f"load driver failed: {out.stderr.strip()} {report}")
+        return report
+
+
+def hot_symbols(load, port, pid, state, poll_body, clients):
+    """perf's top self-cost symbols of the scheduler while it answers polls."""
+    if shutil.which("perf") is None:
+        return ["perf is not installed (Debian: linux-perf)"]
+    data = state / "perf.data"
+    perf = subprocess.Popen(["perf", "record", "-q", "-g", "-p", str(pid), "-o", str(data)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    load.run(port, "--method", "POST", "--path", "/v1/tasks/poll", "--threads", clients,
+             "--seconds", "3", token_file=state / "agent.token", body=poll_body)
+    perf.send_signal(signal.SIGINT)
+    perf.wait(timeout=60)
+    report = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--stdio",
+                             "--percent-limit", "2", "-g", "none", "--sort", "dso,symbol"],
+                            capture_output=True, text=True).stdout
+    return [" ".join(line.split()) for line in report.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")][:12]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--build", type=Path, required=True, help="the build directory")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one short run")
+    parser.add_argument("--profile", action="store_true",
+                        help="also record the scheduler under one poll run with perf and report "
+                             "its hottest symbols")
+    args = parser.parse_args()
+    queued = 100 if args.smoke else 10000
+    runs = 1 if args.smoke else 5
+    seconds = "0.3" if args.smoke else "3"
+    clients = "4"
+    daemons = args.build / "daemons"
+    state = Path(tempfile.mkdtemp(prefix="aios-bench-daemons-"))
+    suite = Suite(state)
+    load = Load(args.build, state)
+    try:
+        control = os.urandom(20).hex()
+        (state / "control.token").write_text(control)
+        authority = state / "authority.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(authority)], check=True)
+        scheduler, ready = suite.start("scheduler", [
+            str(daemons / "aios-task-scheduler"),
+            "--db", str(state / "state.sqlite3"), "--control-token-file", str(state / "control.token"),
+            "--api-port", "0", "--bridge-port", "0", "--authority-git-dir", str(authority)],
+            ready="TASK_API_LISTENING")
+        port, bridge_port = ready["port"], ready["bridge_port"]
+        # The other three daemons, configured as scripts/quickstart.py runs them.
+        profiles, exchange = state / "profiles", state / "exchange"
+        for path in (profiles, exchange, state / "executor-tmp"):
+            path.mkdir()
+        (profiles / "hermes.json").write_text(json.dumps({
+            "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
+            "argv": ["/usr/bin/true"], "input_mode": "stdin_json", "output_mode": "stdout_json",
+            "timeout_seconds": 60, "max_output_bytes": 65536}))
+        executor, _ = suite.start("executor", [
+            str(daemons / "aios-external-agent-executor"),
+            "--root", str(exchange), "--profile-root", str(profiles)],
+            env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
+        rebind, _ = suite.start("rebind", [
+            str(daemons / "aios-agent-task-execution-rebind")],
+            env={"AIOS_AGENT_TASK_DB": str(state / "state.sqlite3"),
+                 "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE": str(state / "control.token"),
+                 "AIOS_GOVERNED_WRITE_API_URL": f"http://127.0.0.1:{bridge_port}",
+                 "AIOS_TASK_EXECUTION_REBIND_PORT": "0",
+                 "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID": "bench-rebind"},
+            ready="TASK_EXECUTION_REBIND_LISTENING")
+        worker_agent = call(port, control, "POST", "/v1/agents",
+                            {"agent_id": "bench-worker-agent",
+                             "granted_capabilities": ["agent.runtime.hermes"]})
+        (state / "worker.token").write_text(worker_agent["token"])
+        worker, _ = suite.start("worker", [
+            str(daemons / "aios-online-agent-worker"),
+            "--api-url", f"http://127.0.0.1:{port}", "--bridge-url", f"http://127.0.0.1:{bridge_port}",
+            "--agent-token-file", str(state / "worker.token"), "--agent-id", "bench-worker",
+            "--capabilities", "agent.runtime.hermes", "--allowed-adapters", "hermes",
+            "--authority-git-dir", str(authority), "--executor-root", str(exchange / "none"),
+            "--state-root", str(state / "worker-state"), "--heartbeat-ms", "1000"],
+            ready="WORKER_READY")
+        time.sleep(1)
+        memory = {name: {"idle_mib": vm(proc.pid, "VmRSS")} for name, proc in (
+            ("scheduler", scheduler), ("executor", executor), ("rebind", rebind), ("worker", worker))}
+        # The worker would claim the queue below: it is measured idle, then stopped.
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+
+        # The queue: two runtimes alternating, three tenants, created over the Task API.
+        created = load.run(port, "--method", "POST", "--path", "/v1/tasks", "--threads", "2",
+                           "--count", str(queued), "--rotate", "hermes,openclaw",
+                           token_file=state / "control.token", body=task_template())
+        agent = call(port, control, "POST", "/v1/agents",
+                     {"agent_id": "bench-agent", "granted_capabilities": ["agent.runtime.hermes"]})
+        (state / "agent.token").write_text(agent["token"])
+        call(port, agent["token"], "POST", "/v1/workers/register",
+             {"worker_id": "bench-poller", "capabilities": ["agent.runtime.hermes"],
+              "allowed_adapters": ["hermes"], "max_concurrency": 4})
+        poll_body = json.dumps({"worker_id": "bench-poller", "limit": 10})
+        health, poll, rss_poll = [], [], []
+        for _ in range(runs):
+            health.append(load.run(port, "--threads", clients, "--seconds", seconds)["per_second"])
+            poll.append(load.run(port, "--method", "POST", "--path", "/v1/tasks/poll", "--threads",
+                                 clients, "--seconds", seconds, token_file=state / "agent.token",
+                                 body=poll_body)["per_second"])
+            rss_poll.append(vm(scheduler.pid, "VmRSS"))
+        answer = call(port, agent["token"], "POST", "/v1/tasks/poll", json.loads(poll_body))
+        profile = hot_symbols(load, port, scheduler.pid, state, poll_body, clients) \
+            if args.profile else []
+        memory["scheduler"].update({"under_load_mib": max(rss_poll),
+                                    "peak_mib": vm(scheduler.pid, "VmHWM"),
+                                    "load": f"poll, {queued:,} queued, {clients} clients"})
+
+        report = {
+            "runs": runs, "clients": int(clients), "seconds_per_run": float(seconds),
+            "poll": {"queued": queued, "created_per_second": created["per_second"],
+                     "health_floor_per_second": statistics.median(health),
+                     "poll_per_second": statistics.median(poll),
+                     "poll_answer_tasks": len(answer["tasks"]), "poll_profile": profile,
+                     "health_runs": health, "poll_runs": poll},
+            "memory": memory}
+        print(json.dumps(report, indent=2))
+    finally:
+        suite.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
