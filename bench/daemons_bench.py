@@ -14,11 +14,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -106,16 +108,105 @@ class Load:
         return report
 
 
-def hot_symbols(load, port, pid, state, poll_body, clients):
-    """perf's top self-cost symbols of the scheduler while it answers polls."""
+# The seed's rebind service imports a module the seed does not ship; this stand-in is enough
+# for the import and the paths measured here (request validation and the task lookup), which
+# never call it.
+STAND_IN = '''"""Stand-in for the seed's aios_online_agent_execution (bench only)."""
+
+
+class GovernedExecutionBinding:
+    @classmethod
+    def from_mapping(cls, value):
+        raise NotImplementedError("not part of the measured path")
+
+
+def validate_execution_envelope(value, binding=None):
+    raise NotImplementedError("not part of the measured path")
+'''
+
+
+def rebind_body():
+    return json.dumps({
+        "expected_status": "QUEUED", "expected_revision": 1, "expected_attempt": 1,
+        "previous_verification_sha256": "1" * 64, "expected_old_execution_digest": "2" * 64,
+        "expected_new_execution_digest": "3" * 64, "authorization_id": "bench-rebind",
+        "idempotency_key": "bench-rebind-key", "reason": "bench"})
+
+
+def status_of(port, token, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST",
+                                     data=body.encode())
+    request.add_header("Authorization", "Bearer " + token)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def measure_rebind(args, load, state, ours_port, bridge_port, runs, seconds, clients):
+    """The validation path of both rebind services: a well-formed rebind of a task that does
+    not exist, answered after authentication, request validation and the task lookup."""
+    seed_dir = state / "seed"
+    seed_dir.mkdir()
+    script = subprocess.run([sys.executable, str(Path(__file__).with_name("extract_seed.py")),
+                             str(args.seed), "active-runtime/app/aios_agent_task_execution_rebind.py",
+                             str(seed_dir)], check=True, capture_output=True, text=True).stdout.strip()
+    (seed_dir / "aios_online_agent_execution.py").write_text(STAND_IN)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        seed_port = probe.getsockname()[1]
+    seed = subprocess.Popen(
+        ["/usr/bin/python3", "-B", script], cwd=seed_dir,
+        stdout=open(state / "seed-rebind.log", "wb"), stderr=subprocess.STDOUT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(seed_dir),
+             "AIOS_AGENT_TASK_DB": str(state / "state.sqlite3"),
+             "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE": str(state / "control.token"),
+             "AIOS_GOVERNED_WRITE_API_URL": f"http://127.0.0.1:{bridge_port}",
+             "AIOS_TASK_EXECUTION_REBIND_PORT": str(seed_port),
+             "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID": "bench-rebind"})
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{seed_port}/health", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or seed.poll() is not None:
+                    raise RuntimeError("the seed's rebind service did not start")
+                time.sleep(0.1)
+        token = (state / "control.token").read_text()
+        path = "/v1/tasks/bench-missing-task/execution-rebind"
+        result = {}
+        for name, port in (("ours", ours_port), ("seed", seed_port)):
+            status, answer = status_of(port, token, path, rebind_body())
+            rates = [load.run(port, "--method", "POST", "--path", path, "--threads", clients,
+                              "--seconds", seconds, "--expect", str(status),
+                              token_file=state / "control.token",
+                              body=rebind_body())["per_second"] for _ in range(runs)]
+            result[name] = {"status": status, "error": answer.get("error"),
+                            "per_second": statistics.median(rates), "runs": rates}
+        return {"validation_path": result}
+    finally:
+        seed.send_signal(signal.SIGTERM)
+        try:
+            seed.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            seed.kill()
+
+
+def hot_symbols(load, port, pid, state, body, clients, path="/v1/tasks/poll",
+                token_file="agent.token", expect="0"):
+    """perf's top self-cost symbols of daemon `pid` while it answers `path`."""
     if shutil.which("perf") is None:
         return ["perf is not installed (Debian: linux-perf)"]
-    data = state / "perf.data"
+    data = state / f"perf-{pid}.data"
     perf = subprocess.Popen(["perf", "record", "-q", "-g", "-p", str(pid), "-o", str(data)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
-    load.run(port, "--method", "POST", "--path", "/v1/tasks/poll", "--threads", clients,
-             "--seconds", "3", token_file=state / "agent.token", body=poll_body)
+    load.run(port, "--method", "POST", "--path", path, "--threads", clients, "--seconds", "3",
+             "--expect", expect, token_file=state / token_file, body=body)
     perf.send_signal(signal.SIGINT)
     perf.wait(timeout=60)
     report = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--stdio",
@@ -129,6 +220,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build", type=Path, required=True, help="the build directory")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one short run")
+    parser.add_argument("--seed", type=Path,
+                        help="the seed file: measure its Python rebind service beside ours")
     parser.add_argument("--profile", action="store_true",
                         help="also record the scheduler under one poll run with perf and report "
                              "its hottest symbols")
@@ -164,7 +257,7 @@ def main():
             str(daemons / "aios-external-agent-executor"),
             "--root", str(exchange), "--profile-root", str(profiles)],
             env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
-        rebind, _ = suite.start("rebind", [
+        rebind, rebind_ready = suite.start("rebind", [
             str(daemons / "aios-agent-task-execution-rebind")],
             env={"AIOS_AGENT_TASK_DB": str(state / "state.sqlite3"),
                  "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE": str(state / "control.token"),
@@ -216,6 +309,14 @@ def main():
                                     "peak_mib": vm(scheduler.pid, "VmHWM"),
                                     "load": f"poll, {queued:,} queued, {clients} clients"})
 
+        rebind_report = measure_rebind(args, load, state, rebind_ready["port"], bridge_port, runs,
+                                       seconds, clients) if args.seed else {}
+        if args.profile and rebind_report:
+            rebind_report["profile"] = hot_symbols(
+                load, rebind_ready["port"], rebind.pid, state, rebind_body(), clients,
+                path="/v1/tasks/bench-missing-task/execution-rebind", token_file="control.token",
+                expect=str(rebind_report["validation_path"]["ours"]["status"]))
+
         report = {
             "runs": runs, "clients": int(clients), "seconds_per_run": float(seconds),
             "poll": {"queued": queued, "created_per_second": created["per_second"],
@@ -223,7 +324,7 @@ def main():
                      "poll_per_second": statistics.median(poll),
                      "poll_answer_tasks": len(answer["tasks"]), "poll_profile": profile,
                      "health_runs": health, "poll_runs": poll},
-            "memory": memory}
+            "memory": memory, "rebind": rebind_report}
         print(json.dumps(report, indent=2))
     finally:
         suite.stop()
