@@ -59,7 +59,7 @@ done
 "$root/usr/bin/aios-task-scheduler" --version | grep -q '^aios-task-scheduler ' \
   || fail "the installed scheduler does not run"
 units=(aios-agent-task-api aios-agent-task-execution-rebind aios-external-agent-executor
-  aios-online-agent-worker aios-hermes-online-agent-worker aios-openclaw-online-agent-worker)
+  aios-agent-runtime-broker aios-online-agent-worker aios-hermes-online-agent-worker aios-openclaw-online-agent-worker)
 for unit in "${units[@]}"; do
   [ -f "$root/usr/lib/systemd/system/$unit.service" ] || fail "missing unit $unit"
 done
@@ -96,6 +96,7 @@ expect_dir /data/aios-gitops "aios-agent-task:gitops 2750"
 expect_dir /var/lib/aios-external-agent-executor "aios-engineering-executor:aios-executor-exchange 2770"
 expect_dir /var/lib/aios-external-agent-executor/started "aios-engineering-executor:aios-executor-exchange 750"
 expect_dir /var/lib/aios-online-agent-worker "aios-engineering-worker:aios-engineering-worker 750"
+expect_dir /var/lib/aios-agent-runtime-broker/worktrees "aios-engineering-worker:aios-agent-runtime-exchange 2770"
 expect_dir /etc/aios/external-agent-runtime.d "root:root 755"
 
 # No installed file is writable by anyone but root.

@@ -160,6 +160,7 @@ constexpr UnitBudget kUnitBudgets[] = {
     {"aios-agent-task-api.service", 1.0},
     {"aios-agent-task-execution-rebind.service", 1.0},
     {"aios-external-agent-executor.service", 1.5},
+    {"aios-agent-runtime-broker.service", 1.5},
     {"aios-online-agent-worker.service", 1.5},
     {"aios-hermes-online-agent-worker.service", 1.5},
     {"aios-openclaw-online-agent-worker.service", 1.5},
