@@ -16,6 +16,11 @@ install(FILES ${AIOS_SYSUSERS} DESTINATION lib/sysusers.d)
 # The executor unit reads its profiles here whatever the prefix.
 set(AIOS_PROFILE_DIR /etc/aios/external-agent-runtime.d)
 install(FILES ${AIOS_PROFILES} DESTINATION "${AIOS_PROFILE_DIR}")
+# Engineering backend configurations are the operator's to write (/etc/aios/agent-runtime-
+# <backend>.conf); the package ships the examples beside the docs.
+file(GLOB AIOS_BACKEND_EXAMPLES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/config/*.conf.example")
+install(FILES ${AIOS_BACKEND_EXAMPLES}
+  DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/aios-online-agent-runtime/examples")
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" ${AIOS_DOCS}
   DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/aios-online-agent-runtime")
 

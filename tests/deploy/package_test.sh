@@ -65,7 +65,8 @@ for unit in "${units[@]}"; do
 done
 for file in usr/lib/tmpfiles.d/aios-agent-task.conf usr/lib/tmpfiles.d/aios-external-agent-runtime.conf \
   usr/lib/sysusers.d/aios-online-agent-runtime.conf etc/aios/external-agent-runtime.d/openclaw.profile.json \
-  etc/aios/external-agent-runtime.d/hermes.profile.json usr/share/doc/aios-online-agent-runtime/operations.md; do
+  etc/aios/external-agent-runtime.d/hermes.profile.json usr/share/doc/aios-online-agent-runtime/operations.md \
+  usr/share/doc/aios-online-agent-runtime/examples/agent-runtime-openclaw.conf.example; do
   [ -f "$root/$file" ] || fail "missing /$file"
 done
 
