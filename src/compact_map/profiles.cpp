@@ -231,9 +231,11 @@ GapEvidence gap_evidence(const std::vector<Symbol>& symbols, std::string_view pr
   }
 
   for (const auto& [token, label] : desired) {
-    const auto match = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& symbol) {
-      return contains(lower(surface_ref(symbol)), token);
-    });
+    // An explicit capture: clang before 16 cannot capture a structured binding implicitly.
+    const auto match =
+        std::find_if(symbols.begin(), symbols.end(), [&wanted = token](const Symbol& symbol) {
+          return contains(lower(surface_ref(symbol)), wanted);
+        });
     if (match != symbols.end()) {
       evidence.reuse_points.push_back(std::string(label) + ": " + surface_ref(*match));
     }
