@@ -52,8 +52,22 @@ git_repository* open_at(const std::filesystem::path& directory) {
   check(git_repository_open_ext(&raw, dot_git.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr),
         "open worktree");
   RepoHandle repo(raw);
-  check(git_repository_set_workdir(repo.get(), directory.c_str(), 0), "set workdir");
+  // Only a rewritten core.worktree makes libgit2 pick another directory (setting it anyway
+  // leaks in libgit2 1.5, so it is set only then).
+  const char* workdir = git_repository_workdir(repo.get());
+  const std::string expected = (directory / "").string();
+  if (workdir == nullptr || expected != workdir) {
+    check(git_repository_set_workdir(repo.get(), directory.c_str(), 0), "set workdir");
+  }
   return repo.release();
+}
+
+// libgit2 keeps per-thread state (the last error) under a key it deletes when its last user
+// shuts it down; a thread that touched git after that would leak it. Worktrees are read from
+// worker threads over the whole life of the process, so it holds one reference for good.
+void keep_libgit2() {
+  static const int initialised = git_libgit2_init();
+  (void)initialised;
 }
 
 }  // namespace
@@ -61,10 +75,7 @@ git_repository* open_at(const std::filesystem::path& directory) {
 std::string create_repository(const std::filesystem::path& git_dir,
                               const std::vector<FileChange>& files, const std::string& message,
                               const Signature& author) {
-  git_libgit2_init();
-  struct Shutdown {
-    ~Shutdown() { git_libgit2_shutdown(); }
-  } shutdown;
+  keep_libgit2();
   git_repository* raw = nullptr;
   check(git_repository_init(&raw, git_dir.c_str(), 1), "init");
   const RepoHandle repo(raw);
@@ -100,10 +111,7 @@ std::string create_repository(const std::filesystem::path& git_dir,
 
 void Worktree::create(const std::filesystem::path& authority_git_dir, const std::string& oid,
                       const std::filesystem::path& directory) {
-  git_libgit2_init();
-  struct Shutdown {
-    ~Shutdown() { git_libgit2_shutdown(); }
-  } shutdown;
+  keep_libgit2();
   const git_oid id = oid_of(oid);
   git_clone_options options = GIT_CLONE_OPTIONS_INIT;
   options.local = GIT_CLONE_LOCAL_NO_LINKS;
@@ -124,18 +132,12 @@ void Worktree::create(const std::filesystem::path& authority_git_dir, const std:
 }
 
 Worktree::Worktree(const std::filesystem::path& directory) {
-  git_libgit2_init();
-  try {
-    repo_ = open_at(directory);
-  } catch (...) {
-    git_libgit2_shutdown();
-    throw;
-  }
+  keep_libgit2();
+  repo_ = open_at(directory);
 }
 
 Worktree::~Worktree() {
   git_repository_free(repo_);
-  git_libgit2_shutdown();
 }
 
 std::optional<std::string> Worktree::head() {

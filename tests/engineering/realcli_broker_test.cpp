@@ -82,8 +82,10 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
                cli.node_root.string(),
                "--executable-root",
                cli.openclaw_root.string()};
-  spec.environment = {"PATH=/usr/bin:/bin", "CREDENTIALS_DIRECTORY=" + credentials.string(),
-                      "TMPDIR=" + temporary.string()};
+  spec.environment = {
+      "PATH=/usr/bin:/bin", "CREDENTIALS_DIRECTORY=" + credentials.string(),
+      "TMPDIR=" + temporary.string(),
+      "LSAN_OPTIONS=suppressions=" + std::string(AIOS_SOURCE_DIR) + "/tests/engineering/lsan.supp"};
   spec.working_directory = dir.path();
   spec.timeout = std::chrono::minutes(3);
   spec.on_stdout = [&out](std::string_view chunk) { out.append(chunk); };
