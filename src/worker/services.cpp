@@ -48,6 +48,8 @@ namespace {
 // a parser exception that would take the worker down without one (found by fuzzing).
 Checkpoint checkpoint_of(SQLite::Statement& query) {
   auto state = nlohmann::json::parse(query.getColumn(5).getString(), nullptr, false);
+  // Claimed rows of earlier builds stored an empty state as null.
+  if (state.is_null()) state = nlohmann::json::object();
   if (!state.is_object()) {
     throw Error(ErrorCode::STORE_FAILURE, "a worker checkpoint's state_json is not a JSON object");
   }

@@ -90,7 +90,8 @@ class Worker::Impl {
       log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
       auto checkpoint = checkpoints_.load(task_id);
       if (!checkpoint || checkpoint->execution_digest != envelope.at("execution_digest")) {
-        checkpoint = Checkpoint{task_id, envelope.at("execution_digest"), 0, "", "claimed", {}};
+        checkpoint = Checkpoint{task_id,   envelope.at("execution_digest"), 0, "",
+                                "claimed", nlohmann::json::object()};
       }
       checkpoint->attempt = claim.at("attempt");
       checkpoint->lease_token = claim.at("lease_token");
