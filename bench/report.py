@@ -79,7 +79,6 @@ def main():
         f"{'yes' if max(m['idle_mib'] for m in memory.values()) * 1.048576 <= 15 else 'no'} |",
         f"| 8. source capture, {c['files']:,} files | {c['map_files_per_second']:,.0f} files/s | "
         f"{c['bare_walk_files_per_second']:,.0f} files/s (bare walk) | {map_ratio:.2f} | – | – |",
-        "",
         *([f"| 6. rebind, validation path | {rv['ours']['per_second']:,.0f} req/s | "
            f"{rv['seed']['per_second']:,.0f} req/s (the seed's Python) | "
            f"{rv['ours']['per_second'] / rv['seed']['per_second']:.1f} | ≥ 10 | "
