@@ -21,16 +21,18 @@ nlohmann::json run_agent_runtime(RunContext& run) {
   }
   const std::string task_id = envelope.at("task_id");
   const std::string request_id = external_request_id(envelope);
-  run.heartbeat.alive("external_agent");
   const executor::Exchange exchange(run.config.executor_root);
-  const auto external =
-      exchange.execute({.request_id = request_id,
-                        .runtime = envelope.at("adapter"),
-                        .task_id = task_id,
-                        .execution_digest = envelope.at("execution_digest"),
-                        .payload = runtime_input,
-                        .timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            run.config.executor_timeout)});
+  const auto external = await_in_slices(
+      run, "external_agent",
+      std::chrono::duration_cast<std::chrono::milliseconds>(run.config.executor_timeout),
+      [&](std::chrono::milliseconds slice) {
+        return exchange.execute({.request_id = request_id,
+                                 .runtime = envelope.at("adapter"),
+                                 .task_id = task_id,
+                                 .execution_digest = envelope.at("execution_digest"),
+                                 .payload = runtime_input,
+                                 .timeout = slice});
+      });
   log::info("EXTERNAL_AGENT_RUNTIME_COMPLETED",
             {{"task_id", task_id},
              {"adapter", envelope.at("adapter")},

@@ -98,25 +98,13 @@ json result_of(const json& envelope, const json& state, const std::string& statu
   return result;
 }
 
-// Waits for the broker in heartbeat-sized slices: a backend may work for far longer than the
-// task lease, and the heartbeat only extends the lease while this loop shows it is alive.
 json await_backend(RunContext& run, const json& request) {
-  const auto deadline = std::chrono::steady_clock::now() + run.config.broker_timeout;
-  for (;;) {
-    run.heartbeat.alive("engineering_backend");
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    try {
-      return broker::exchange(
-          run.config.broker_root, request,
-          std::max(std::chrono::milliseconds(1), std::min(left, run.config.heartbeat_interval)));
-    } catch (const Error& error) {
-      if (error.code() != "EXTERNAL_AGENT_EXCHANGE_TIMEOUT" || run.heartbeat.lost() ||
-          std::chrono::steady_clock::now() >= deadline) {
-        throw;
-      }
-    }
-  }
+  return await_in_slices(
+      run, "engineering_backend",
+      std::chrono::duration_cast<std::chrono::milliseconds>(run.config.broker_timeout),
+      [&](std::chrono::milliseconds slice) {
+        return broker::exchange(run.config.broker_root, request, slice);
+      });
 }
 
 json finish(RunContext& run, json result, const std::string& phase) {

@@ -2,6 +2,7 @@
 // Pieces of the worker: the two JSON services it calls, its checkpoint store, the heartbeat
 // thread and the adapters. Each piece is small enough to test on its own.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -101,6 +102,31 @@ struct RunContext {
   CheckpointStore& checkpoints;
   Heartbeat& heartbeat;
 };
+
+// Waits for an exchange answer in heartbeat-sized slices: an agent or backend may work for far
+// longer than the task lease, and the heartbeat extends the lease only while this loop shows
+// the worker alive. `wait(slice)` waits at most `slice` and throws
+// EXTERNAL_AGENT_EXCHANGE_TIMEOUT when nothing came; that ends the wait only once `total` is
+// spent or the lease is lost.
+template <typename Wait>
+nlohmann::json await_in_slices(RunContext& run, const std::string& stage,
+                               std::chrono::milliseconds total, const Wait& wait) {
+  const auto deadline = std::chrono::steady_clock::now() + total;
+  for (;;) {
+    run.heartbeat.alive(stage);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    try {
+      return wait(
+          std::max(std::chrono::milliseconds(1), std::min(left, run.config.heartbeat_interval)));
+    } catch (const Error& error) {
+      if (error.code() != "EXTERNAL_AGENT_EXCHANGE_TIMEOUT" || run.heartbeat.lost() ||
+          std::chrono::steady_clock::now() >= deadline) {
+        throw;
+      }
+    }
+  }
+}
 
 // A disposable checkout of the authority repository at the envelope's base_oid under the
 // workspace root (with home/ and tmp/ for commands), removed with everything in it when the

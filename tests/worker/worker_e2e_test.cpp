@@ -156,5 +156,31 @@ TEST_F(WorkerTest, SourceCaptureTaskProducesAnInterfaceMapWithoutWriting) {
   EXPECT_EQ(task("task-w-src").at("status"), "SUCCEEDED");
 }
 
+// A one-second lease, so an agent run of three seconds outlives it many times over.
+class ShortLeaseWorkerTest : public WorkerTest {
+ protected:
+  test::SchedulerConfig config() const override {
+    auto result = WorkerTest::config();
+    result.lease_seconds = 1;
+    return result;
+  }
+};
+
+TEST_F(ShortLeaseWorkerTest, AnAgentRunLongerThanTheLeaseKeepsItAlive) {
+  // Given an external agent that works for longer than the task lease, the worker should keep
+  // heartbeating while it waits, so the same attempt submits the result (no expiry, no rerun).
+  start_executor("hermes", 3.0);
+  create_task(hermes_task(binding("task-w-long", "agent/w-long")));
+  auto& worker = make_worker("long", {"agent.runtime.hermes"}, "hermes", true);
+  worker.start();
+  ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(60))) << worker.log();
+  const auto view = task("task-w-long");
+  EXPECT_EQ(view.at("status"), "VERIFYING") << view.dump() << worker.log();
+  EXPECT_EQ(view.at("attempt"), 1);
+  EXPECT_EQ(agent_runs(), 1u);
+  const auto types = event_types("task-w-long");
+  EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_LEASE_EXPIRED"), 0) << view.dump();
+}
+
 }  // namespace
 }  // namespace aios::worker_test
