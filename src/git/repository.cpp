@@ -5,22 +5,10 @@
 
 #include "aios/error.hpp"
 #include "aios/git.hpp"
+#include "git/handles.hpp"
 
 namespace aios::git {
 namespace {
-
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-template <typename T, void (*Free)(T*)>
-using Handle = std::unique_ptr<T, Deleter<T, Free>>;
-
-using CommitHandle = Handle<git_commit, git_commit_free>;
-using TreeHandle = Handle<git_tree, git_tree_free>;
-using IndexHandle = Handle<git_index, git_index_free>;
-using RefHandle = Handle<git_reference, git_reference_free>;
-using SignatureHandle = Handle<git_signature, git_signature_free>;
 
 [[noreturn]] void fail_git(ErrorCode code, std::string_view what) {
   const git_error* error = git_error_last();

@@ -7,22 +7,10 @@
 
 #include "aios/error.hpp"
 #include "aios/git.hpp"
+#include "git/handles.hpp"
 
 namespace aios::git {
 namespace {
-
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-template <typename T, void (*Free)(T*)>
-using Handle = std::unique_ptr<T, Deleter<T, Free>>;
-
-using RepoHandle = Handle<git_repository, git_repository_free>;
-using CommitHandle = Handle<git_commit, git_commit_free>;
-using TreeHandle = Handle<git_tree, git_tree_free>;
-using DiffHandle = Handle<git_diff, git_diff_free>;
-using RefHandle = Handle<git_reference, git_reference_free>;
 
 void check(int rc, std::string_view what) {
   if (rc < 0) {
@@ -81,7 +69,7 @@ std::string create_repository(const std::filesystem::path& git_dir,
   const RepoHandle repo(raw);
   git_index* raw_index = nullptr;
   check(git_index_new(&raw_index), "index");
-  const Handle<git_index, git_index_free> index(raw_index);
+  const IndexHandle index(raw_index);
   for (const auto& file : files) {
     git_index_entry entry{};
     check(git_blob_create_from_buffer(&entry.id, repo.get(), file.content.data(),
@@ -100,7 +88,7 @@ std::string create_repository(const std::filesystem::path& git_dir,
   check(git_signature_new(&raw_signature, author.name.c_str(), author.email.c_str(),
                           author.epoch_seconds, 0),
         "signature");
-  const Handle<git_signature, git_signature_free> signature(raw_signature);
+  const SignatureHandle signature(raw_signature);
   git_oid commit_id;
   check(git_commit_create(&commit_id, repo.get(), "refs/heads/main", signature.get(),
                           signature.get(), "UTF-8", message.c_str(), tree.get(), 0, nullptr),
