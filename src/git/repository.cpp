@@ -5,34 +5,10 @@
 
 #include "aios/error.hpp"
 #include "aios/git.hpp"
-#include "git/handles.hpp"
+#include "git/internal.hpp"
 
 namespace aios::git {
 namespace {
-
-[[noreturn]] void fail_git(ErrorCode code, std::string_view what) {
-  const git_error* error = git_error_last();
-  throw Error(code, std::string(what) + ": " + (error != nullptr ? error->message : "unknown"));
-}
-
-void check(int rc, std::string_view what) {
-  if (rc < 0) fail_git(ErrorCode::GIT_OPERATION_FAILED, what);
-}
-
-git_oid oid_of(const std::string& text) {
-  git_oid oid;
-  // libgit2 1.5 reads SHA-1 ids only; a 64-digit id cannot name an object here.
-  if (text.size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, text.c_str()) < 0) {
-    throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, "object id is not a SHA-1 id");
-  }
-  return oid;
-}
-
-std::string text_of(const git_oid& oid) {
-  char buffer[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buffer, sizeof buffer, &oid);
-  return buffer;
-}
 
 std::string ref_of(const std::string& branch) {
   return "refs/heads/" + branch;

@@ -7,32 +7,10 @@
 
 #include "aios/error.hpp"
 #include "aios/git.hpp"
-#include "git/handles.hpp"
+#include "git/internal.hpp"
 
 namespace aios::git {
 namespace {
-
-void check(int rc, std::string_view what) {
-  if (rc < 0) {
-    const git_error* error = git_error_last();
-    throw Error(ErrorCode::GIT_OPERATION_FAILED,
-                std::string(what) + ": " + (error != nullptr ? error->message : "unknown"));
-  }
-}
-
-git_oid oid_of(const std::string& text) {
-  git_oid oid;
-  if (text.size() != GIT_OID_HEXSZ || git_oid_fromstr(&oid, text.c_str()) < 0) {
-    throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, "object id is not a SHA-1 id");
-  }
-  return oid;
-}
-
-std::string text_of(const git_oid& oid) {
-  char buffer[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buffer, sizeof buffer, &oid);
-  return buffer;
-}
 
 git_repository* open_at(const std::filesystem::path& directory) {
   git_repository* raw = nullptr;
