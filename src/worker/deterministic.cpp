@@ -62,27 +62,9 @@ nlohmann::json result_of(const nlohmann::json& envelope, const nlohmann::json& s
   nlohmann::json changed = nlohmann::json::array();
   for (const auto& change : envelope.at("change_set")) changed.push_back(change.at("path"));
   const bool committed = state.contains("commit");
-  return {{"status", committed ? "SUCCEEDED" : "FAILED"},
-          {"classification",
-           committed ? "DETERMINISTIC_CHANGE_COMMITTED" : "DETERMINISTIC_VERIFICATION_FAILED"},
-          {"verification_state", "VERIFIED_BY_WORKER_PENDING_SERVER_REVIEW"},
-          {"execution_mode", "deterministic"},
-          {"execution_backend", "generic-online-agent-worker-v2"},
-          {"task_id", envelope.at("task_id")},
-          {"job_id", envelope.at("job_id")},
-          {"repository", envelope.at("repository")},
-          {"base_oid", envelope.at("base_oid")},
-          {"target_branch", envelope.at("target_branch")},
-          {"execution_digest", envelope.at("execution_digest")},
-          {"commit_oid", committed ? state["commit"].at("commit_oid") : nlohmann::json()},
-          {"commit_idempotency_key", envelope.at("governance").at("commit_idempotency_key")},
-          {"changed_files", changed},
-          {"tests", state.value("tests", nlohmann::json::array())},
-          {"workspace_cleanup", "PASS"},
-          {"writer_lease", committed ? "GRANTED" : "NONE"},
-          {"direct_main_write", false},
-          {"force_push", false},
-          {"protected_ref_bypass", false}};
+  return governed_result(
+      envelope, state, "deterministic", committed ? "SUCCEEDED" : "FAILED",
+      committed ? "DETERMINISTIC_CHANGE_COMMITTED" : "DETERMINISTIC_VERIFICATION_FAILED", changed);
 }
 
 }  // namespace

@@ -63,38 +63,19 @@ void prepare(const RunDirectory& directory, const WorkerConfig& config, const js
 
 json result_of(const json& envelope, const json& state, const std::string& status,
                const std::string& classification) {
-  const bool committed = state.contains("commit");
   const json& runtime = state.at("runtime_result");
-  json result = {{"status", status},
-                 {"classification", classification},
-                 {"verification_state", "VERIFIED_BY_WORKER_PENDING_SERVER_REVIEW"},
-                 {"execution_mode", "engineering"},
-                 {"execution_backend", "generic-online-agent-worker-v2"},
-                 {"engineering_backend", envelope.at("adapter")},
-                 {"task_id", envelope.at("task_id")},
-                 {"job_id", envelope.at("job_id")},
-                 {"repository", envelope.at("repository")},
-                 {"base_oid", envelope.at("base_oid")},
-                 {"target_branch", envelope.at("target_branch")},
-                 {"execution_digest", envelope.at("execution_digest")},
-                 {"commit_oid", committed ? state["commit"].at("commit_oid") : json()},
-                 {"commit_idempotency_key", envelope.at("governance").at("commit_idempotency_key")},
-                 {"changed_files", state.value("changed_files", json::array())},
-                 {"tests", state.value("tests", json::array())},
+  json result = governed_result(envelope, state, "engineering", status, classification,
+                                state.value("changed_files", json::array()));
+  result.update({{"engineering_backend", envelope.at("adapter")},
                  {"runtime_status", runtime.at("status")},
                  {"runtime_summary", runtime.at("summary")},
                  {"runtime_evidence", runtime.at("evidence")},
                  {"verification_requests", runtime.at("verification")},
                  {"broker_request_id", state.at("request_id")},
                  {"runtime_duration_ms", state.value("runtime_duration_ms", 0)},
-                 {"workspace_cleanup", "PASS"},
-                 {"writer_lease", committed ? "GRANTED" : "NONE"},
                  {"secret_material_exposed", false},
                  {"credential_material_exposed", false},
-                 {"control_plane_access_granted_to_runtime", false},
-                 {"direct_main_write", false},
-                 {"force_push", false},
-                 {"protected_ref_bypass", false}};
+                 {"control_plane_access_granted_to_runtime", false}});
   return result;
 }
 

@@ -63,4 +63,31 @@ nlohmann::json governed_commit(RunContext& run, const nlohmann::json* change_set
   return commit;
 }
 
+nlohmann::json governed_result(const nlohmann::json& envelope, const nlohmann::json& state,
+                               const std::string& mode, const std::string& status,
+                               const std::string& classification,
+                               const nlohmann::json& changed_files) {
+  const bool committed = state.contains("commit");
+  return {{"status", status},
+          {"classification", classification},
+          {"verification_state", "VERIFIED_BY_WORKER_PENDING_SERVER_REVIEW"},
+          {"execution_mode", mode},
+          {"execution_backend", "generic-online-agent-worker-v2"},
+          {"task_id", envelope.at("task_id")},
+          {"job_id", envelope.at("job_id")},
+          {"repository", envelope.at("repository")},
+          {"base_oid", envelope.at("base_oid")},
+          {"target_branch", envelope.at("target_branch")},
+          {"execution_digest", envelope.at("execution_digest")},
+          {"commit_oid", committed ? state.at("commit").at("commit_oid") : nlohmann::json()},
+          {"commit_idempotency_key", envelope.at("governance").at("commit_idempotency_key")},
+          {"changed_files", changed_files},
+          {"tests", state.value("tests", nlohmann::json::array())},
+          {"workspace_cleanup", "PASS"},
+          {"writer_lease", committed ? "GRANTED" : "NONE"},
+          {"direct_main_write", false},
+          {"force_push", false},
+          {"protected_ref_bypass", false}};
+}
+
 }  // namespace aios::worker

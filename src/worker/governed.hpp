@@ -23,4 +23,12 @@ nlohmann::json run_verification(const std::filesystem::path& run_root,
 // Bridge's commit view.
 nlohmann::json governed_commit(RunContext& run, const nlohmann::json* change_set);
 
+// The fields every governed write result carries: the envelope's binding, the commit (from
+// state["commit"], when made), the writer lease it implies, the tests run and the fixed
+// governance answers. `mode` is the execution mode ("deterministic", "engineering").
+nlohmann::json governed_result(const nlohmann::json& envelope, const nlohmann::json& state,
+                               const std::string& mode, const std::string& status,
+                               const std::string& classification,
+                               const nlohmann::json& changed_files);
+
 }  // namespace aios::worker
