@@ -119,15 +119,7 @@ class RebindDaemonTest : public taskapi_test::SchedulerTest {
   // The owner's request for `view`, as docs/api.md builds it.
   static Json owner_request(const Json& view, const std::string& new_digest,
                             const std::string& key = "rebind-request-v1") {
-    return {{"expected_status", view.at("status")},
-            {"expected_revision", view.at("revision")},
-            {"expected_attempt", view.at("attempt")},
-            {"previous_verification_sha256", digest(view.at("verification"))},
-            {"expected_old_execution_digest", view.at("execution_digest")},
-            {"expected_new_execution_digest", new_digest},
-            {"authorization_id", kDaemonAuthorization},
-            {"idempotency_key", key},
-            {"reason", "projection-before-plan race recovery"}};
+    return owner_rebind_request(view, new_digest, key);
   }
 
   static std::string rebind_target(const std::string& task_id) {

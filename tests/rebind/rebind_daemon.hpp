@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "aios/canonical.hpp"
 #include "support/daemon.hpp"
 
 namespace aios::rebind_test {
@@ -30,6 +32,21 @@ struct RebindConfig {
   std::string bridge_url;
   std::string authorization_id = std::string(kDaemonAuthorization);
 };
+
+// The owner's rebind request for task view `view`, read off it as docs/api.md shows.
+inline nlohmann::json owner_rebind_request(
+    const nlohmann::json& view, const std::string& new_digest, const std::string& key,
+    const std::string& reason = "projection-before-plan race recovery") {
+  return {{"expected_status", view.at("status")},
+          {"expected_revision", view.at("revision")},
+          {"expected_attempt", view.at("attempt")},
+          {"previous_verification_sha256", digest(view.at("verification"))},
+          {"expected_old_execution_digest", view.at("execution_digest")},
+          {"expected_new_execution_digest", new_digest},
+          {"authorization_id", kDaemonAuthorization},
+          {"idempotency_key", key},
+          {"reason", reason}};
+}
 
 inline test::DaemonOptions rebind_options(const RebindConfig& config) {
   test::DaemonOptions options;

@@ -175,15 +175,8 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
                                {"capability_scope", kWriterCapabilities},
                                {"change_set", Json::array({write_file("docs/NOTE.md", "r\n")})}}),
                 201, "plan " + id);
-    return {{"expected_status", view.at("status")},
-            {"expected_revision", view.at("revision")},
-            {"expected_attempt", view.at("attempt")},
-            {"previous_verification_sha256", digest(view.at("verification"))},
-            {"expected_old_execution_digest", view.at("execution_digest")},
-            {"expected_new_execution_digest", plan.at("execution_digest")},
-            {"authorization_id", rebind_test::kDaemonAuthorization},
-            {"idempotency_key", id + "-rebind"},
-            {"reason", "authorization matrix"}};
+    return rebind_test::owner_rebind_request(view, plan.at("execution_digest"), id + "-rebind",
+                                             "authorization matrix");
   }
 
   static Json proof(const Json& lease) {

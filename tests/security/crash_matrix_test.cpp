@@ -271,15 +271,8 @@ class RebindCrashTest : public taskapi_test::SchedulerTest,
                                                                   {"operation", "write_file"},
                                                                   {"content", "rebound\n"}}})}}),
                 201, "plan of " + task_id);
-    return {{"expected_status", view.at("status")},
-            {"expected_revision", view.at("revision")},
-            {"expected_attempt", view.at("attempt")},
-            {"previous_verification_sha256", digest(view.at("verification"))},
-            {"expected_old_execution_digest", view.at("execution_digest")},
-            {"expected_new_execution_digest", plan.at("execution_digest")},
-            {"authorization_id", rebind_test::kDaemonAuthorization},
-            {"idempotency_key", task_id + "-rebind"},
-            {"reason", "crash matrix"}};
+    return rebind_test::owner_rebind_request(view, plan.at("execution_digest"), task_id + "-rebind",
+                                             "crash matrix");
   }
 
   std::optional<ApiClient> bridge_owner_;

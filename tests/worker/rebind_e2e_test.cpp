@@ -39,15 +39,7 @@ TEST_F(WorkerTest, ReboundTaskIsExecutedByTheWorkerUnderItsNewEnvelope) {
   taskapi_test::ApiClient owner_of_rebind(rebind.port(), scheduler().control_token());
   const auto applied =
       owner_of_rebind.post("/v1/tasks/task-w-rebind/execution-rebind",
-                           {{"expected_status", view.at("status")},
-                            {"expected_revision", view.at("revision")},
-                            {"expected_attempt", view.at("attempt")},
-                            {"previous_verification_sha256", digest(view.at("verification"))},
-                            {"expected_old_execution_digest", view.at("execution_digest")},
-                            {"expected_new_execution_digest", plan_digest},
-                            {"authorization_id", rebind_test::kDaemonAuthorization},
-                            {"idempotency_key", "rebind-w-1"},
-                            {"reason", "projection-before-plan race recovery"}});
+                           rebind_test::owner_rebind_request(view, plan_digest, "rebind-w-1"));
   ASSERT_EQ(applied.status, 201) << describe(applied) << rebind.log();
 
   auto& worker = make_worker(

@@ -132,7 +132,7 @@ TEST_F(ServiceManagerTest, WorkerIsReadyOnceRegistered) {
   worker.options().env = socket.env();
   worker.start();
   ASSERT_TRUE(socket.wait_for("READY=1")) << worker.log();
-  // Registration happened before READY: the fleet knows the worker.
+  // The ready log line, written once registered, comes before READY=1.
   ASSERT_TRUE(worker.find_event("WORKER_READY").has_value());
   EXPECT_NE(socket.first("READY=1").find("STATUS=worker notify polling"), std::string::npos);
   expect_watchdog_then_clean_stop(socket, worker);
