@@ -72,26 +72,34 @@ class EngineeringTest : public WorkerTest {
   // The broker serving `backend` through the scripted Python backend.
   void start_broker(const std::string& backend, const std::string& scenario,
                     int timeout_seconds = 60) {
+    const auto script = dir() / "backend.py";
+    test::write_text_file(script, std::string(kFakeBackend));
+    serve_backend({{"schema", "aios.agent-runtime-broker.backend.v1"},
+                   {"backend", backend},
+                   {"protocol", "runtime-result"},
+                   {"argv", {"/usr/bin/python3", script.string()}},
+                   {"timeout_seconds", timeout_seconds},
+                   {"environment",
+                    {{"AIOS_FAKE_SCENARIO", scenario}, {"AIOS_FAKE_RECORD", record().string()}}}});
+  }
+
+  // The broker serving the backend `conf` configures; `args` and `env` come on top of its
+  // exchange, configuration, worktree and temporary directories.
+  void serve_backend(const Json& conf, const std::vector<std::string>& args = {},
+                     const std::vector<std::string>& env = {}) {
     const auto config = dir() / "broker-config";
     for (const auto& path : {config, broker_root(), workspaces(), dir() / "broker-tmp"}) {
       std::filesystem::create_directories(path);
     }
-    const auto script = dir() / "backend.py";
-    test::write_text_file(script, std::string(kFakeBackend));
-    const Json conf = {
-        {"schema", "aios.agent-runtime-broker.backend.v1"},
-        {"backend", backend},
-        {"protocol", "runtime-result"},
-        {"argv", {"/usr/bin/python3", script.string()}},
-        {"timeout_seconds", timeout_seconds},
-        {"environment",
-         {{"AIOS_FAKE_SCENARIO", scenario}, {"AIOS_FAKE_RECORD", record().string()}}}};
-    test::write_text_file(config / ("agent-runtime-" + backend + ".conf"), conf.dump());
+    test::write_text_file(
+        config / ("agent-runtime-" + conf.at("backend").get<std::string>() + ".conf"), conf.dump());
     test::DaemonOptions options;
     options.binary = test::daemon_binary("aios-external-agent-executor");
     options.args = {"--broker",      "--root",          broker_root().string(), "--config-root",
                     config.string(), "--worktree-root", workspaces().string()};
+    options.args.insert(options.args.end(), args.begin(), args.end());
     options.env = {"TMPDIR=" + (dir() / "broker-tmp").string()};
+    options.env.insert(options.env.end(), env.begin(), env.end());
     options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
     options.port_field.clear();
     broker_ = std::make_unique<test::Daemon>(options, dir(), "broker");

@@ -1,15 +1,12 @@
-// The broker self-test with the real OpenClaw CLI: `aios-external-agent-executor --broker
-// --self-test openclaw` runs `openclaw agent exec --message-file - --cwd <worktree> --model
-// openai/gpt-6-luna --auth-env-only --timeout <s> --json` (the seed's command line, checked
-// against the installed CLI's --help) against a fake OpenAI-compatible server on 127.0.0.1
-// whose scripted reply is a tool call that writes SELFTEST.md. Node 24 and OpenClaw come from
-// npm through scripts/install-realcli, cached between runs.
+// The engineering broker with the real OpenClaw CLI: `openclaw agent exec --message-file -
+// --cwd <worktree> --model openai/gpt-6-luna --auth-env-only --timeout <s> --json` (the seed's
+// command line, checked against the installed CLI's --help) against a fake OpenAI-compatible
+// server on 127.0.0.1 whose scripted reply is a tool call that writes a file. First the broker's
+// self-test, then a whole engineering task through the scheduler, the broker and the worker.
+// Node 24 and OpenClaw come from npm through scripts/install-realcli, cached between runs.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
-#include "aios/canonical.hpp"
-#include "support/daemon.hpp"
+#include "engineering/engineering_fixture.hpp"
 #include "support/realcli.hpp"
 
 namespace aios::engineering_test {
@@ -17,37 +14,27 @@ namespace {
 
 using nlohmann::json;
 
-TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
-  const auto cli = test::install_realcli();
-  const test::ScopedTempDir dir("aios-broker-realcli");
-  const std::string provider_key = "sk-provider-" + test::random_token(24);
-  const std::string edit = "written by the fake model " + test::random_token(8);
+// The model's scripted edit and the provider credential the broker projects into the backend.
+struct FakeProvider {
+  std::string key = "sk-provider-" + test::random_token(24);
+  std::filesystem::path credentials;
+  std::filesystem::path requests;
+};
 
-  test::DaemonOptions fake;
-  fake.binary = "/usr/bin/python3";
-  fake.args = {std::string(AIOS_SOURCE_DIR) + "/tests/executor/fake_openai_server.py",
-               "--port",
-               "0",
-               "--log",
-               (dir.path() / "requests.jsonl").string(),
-               "--scenario",
-               "edit",
-               "--edit-file",
-               "SELFTEST.md",
-               "--edit-content",
-               edit,
-               "--reply",
-               "I rewrote SELFTEST.md."};
-  fake.ready_event = "FAKE_OPENAI_LISTENING";
-  test::Daemon server(fake, dir.path(), "fake-openai");
-  const auto port = server.start();
+FakeProvider make_provider(const std::filesystem::path& dir) {
+  FakeProvider provider;
+  provider.credentials = dir / "credentials";
+  provider.requests = dir / "requests.jsonl";
+  std::filesystem::create_directories(provider.credentials);
+  test::write_text_file(provider.credentials / "aios-external-agent-oneapi-env",
+                        "ONEAPI_REGULAR_TOKEN=" + provider.key + "\n");
+  return provider;
+}
 
-  const auto config = dir.path() / "config";
-  const auto credentials = dir.path() / "credentials";
-  const auto temporary = dir.path() / "tmp";
-  for (const auto& path : {config, credentials, temporary})
-    std::filesystem::create_directories(path);
-  const json backend = {
+// The backend configuration an operator writes for OpenClaw (config/
+// agent-runtime-openclaw.conf.example), pointed at the installed CLI and the fake model.
+json openclaw_backend(const test::RealCli& cli, std::uint16_t port) {
+  return {
       {"schema", "aios.agent-runtime-broker.backend.v1"},
       {"backend", "openclaw"},
       {"protocol", "openclaw-agent-exec"},
@@ -64,28 +51,47 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
          {{"credential", "aios-external-agent-oneapi-env"},
           {"format", "dotenv"},
           {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
-  test::write_text_file(config / "agent-runtime-openclaw.conf", backend.dump(2));
-  test::write_text_file(credentials / "aios-external-agent-oneapi-env",
-                        "ONEAPI_REGULAR_TOKEN=" + provider_key + "\n");
+}
+
+std::vector<std::string> executable_roots(const test::RealCli& cli) {
+  return {"--executable-root", cli.node_root.string(), "--executable-root",
+          cli.openclaw_root.string()};
+}
+
+const std::string kLsanOptions =
+    "LSAN_OPTIONS=suppressions=" + std::string(AIOS_SOURCE_DIR) + "/tests/engineering/lsan.supp";
+
+TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
+  const auto cli = test::install_realcli();
+  const test::ScopedTempDir dir("aios-broker-realcli");
+  const auto provider = make_provider(dir.path());
+  const std::string edit = "written by the fake model " + test::random_token(8);
+  test::Daemon server(test::fake_model(provider.requests, {"--scenario", "edit", "--edit-file",
+                                                           "SELFTEST.md", "--edit-content", edit,
+                                                           "--reply", "I rewrote SELFTEST.md."}),
+                      dir.path(), "fake-openai");
+  const auto port = server.start();
+
+  const auto config = dir.path() / "config";
+  const auto temporary = dir.path() / "tmp";
+  for (const auto& path : {config, temporary}) std::filesystem::create_directories(path);
+  test::write_text_file(config / "agent-runtime-openclaw.conf",
+                        openclaw_backend(cli, port).dump(2));
 
   std::string out;
   std::string err;
   process::Spec spec;
-  spec.argv = {(std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-external-agent-executor")
-                   .string(),
+  spec.argv = {test::daemon_binary("aios-external-agent-executor").string(),
                "--broker",
                "--self-test",
                "openclaw",
                "--config-root",
-               config.string(),
-               "--executable-root",
-               cli.node_root.string(),
-               "--executable-root",
-               cli.openclaw_root.string()};
-  spec.environment = {
-      "PATH=/usr/bin:/bin", "CREDENTIALS_DIRECTORY=" + credentials.string(),
-      "TMPDIR=" + temporary.string(),
-      "LSAN_OPTIONS=suppressions=" + std::string(AIOS_SOURCE_DIR) + "/tests/engineering/lsan.supp"};
+               config.string()};
+  const auto roots = executable_roots(cli);
+  spec.argv.insert(spec.argv.end(), roots.begin(), roots.end());
+  spec.environment = {"PATH=/usr/bin:/bin",
+                      "CREDENTIALS_DIRECTORY=" + provider.credentials.string(),
+                      "TMPDIR=" + temporary.string(), kLsanOptions};
   spec.working_directory = dir.path();
   spec.timeout = std::chrono::minutes(3);
   spec.on_stdout = [&out](std::string_view chunk) { out.append(chunk); };
@@ -102,18 +108,58 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
 
   // The model was reached through the Responses API with exactly the projected key, and the
   // key is nowhere in what the broker printed.
-  const auto log = test::read_text_file(dir.path() / "requests.jsonl");
-  std::istringstream lines(log);
-  bool authorized = false;
-  for (std::string line; std::getline(lines, line);) {
-    const auto entry = json::parse(line);
-    if (entry.at("path") != "/v1/responses") continue;
-    authorized = entry.at("headers").value("authorization-sha256", "") ==
-                 sha256_hex("Bearer " + provider_key);
-  }
-  EXPECT_TRUE(authorized) << log;
-  EXPECT_EQ((out + err).find(provider_key), std::string::npos);
+  EXPECT_TRUE(test::model_called_only_with_key(provider.requests, "/v1/responses", provider.key))
+      << test::read_text_file(provider.requests);
+  EXPECT_EQ((out + err).find(provider.key), std::string::npos);
   EXPECT_TRUE(std::filesystem::is_empty(temporary));
+}
+
+using RealOpenClawEngineering = EngineeringTest;
+
+TEST_F(RealOpenClawEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
+  // Given the broker running the real OpenClaw CLI and a model whose reply is a tool call that
+  // rewrites docs/BASE.md, an engineering task should go from creation to SUCCEEDED with one
+  // governed commit whose diff against the base is that edit, and the provider key should reach
+  // only the model.
+  const auto cli = test::install_realcli();
+  const auto provider = make_provider(dir());
+  const std::string edit = "rewritten by the fake model " + test::random_token(8);
+  test::Daemon server(test::fake_model(provider.requests, {"--scenario", "edit", "--edit-file",
+                                                           "docs/BASE.md", "--edit-content", edit,
+                                                           "--reply", "I rewrote docs/BASE.md."}),
+                      dir(), "fake-openai");
+  const auto port = server.start();
+  serve_backend(openclaw_backend(cli, port), executable_roots(cli),
+                {"CREDENTIALS_DIRECTORY=" + provider.credentials.string(), kLsanOptions});
+
+  const std::string task_id = "task-eng-openclaw";
+  create_task(engineering_task(task_id, "agent/" + task_id, "openclaw"));
+  auto& worker = make_engineering_worker("eng-openclaw", "openclaw");
+  worker.options().ready_timeout = std::chrono::minutes(3);
+  worker.start();
+  ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(30))) << worker.log();
+  ASSERT_FALSE(worker.find_event("TASK_FAILED").has_value()) << worker.log() << broker_->log();
+
+  const auto view = task(task_id);
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("status"), "SUCCEEDED") << result.dump();
+  EXPECT_EQ(result.at("classification"), "ENGINEERING_CHANGE_COMMITTED");
+  EXPECT_EQ(result.at("runtime_status"), "COMPLETED");
+  const auto commit = branch_oid("agent/" + task_id);
+  EXPECT_EQ(result.at("commit_oid"), commit);
+  EXPECT_EQ(repo_git("diff --name-status " + base() + " " + commit), "M\tdocs/BASE.md");
+  EXPECT_EQ(repo_git("show " + commit + ":docs/BASE.md"), edit);
+  EXPECT_EQ(repo_git("rev-parse " + commit + "^"), base());
+
+  EXPECT_TRUE(test::model_called_only_with_key(provider.requests, "/v1/responses", provider.key))
+      << test::read_text_file(provider.requests);
+  for (const auto& text : {view.dump(), worker.log(), broker_->log()})
+    EXPECT_EQ(text.find(provider.key), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_empty(workspaces()));
+
+  verify(task_id, "PASS");
+  EXPECT_EQ(task(task_id).at("status"), "SUCCEEDED");
 }
 
 }  // namespace

@@ -4,9 +4,6 @@
 // npm through scripts/install-realcli, cached between runs.
 #include "support/realcli.hpp"
 
-#include <sstream>
-
-#include "aios/canonical.hpp"
 #include "aios/process.hpp"
 #include "executor/fixture.hpp"
 
@@ -37,19 +34,9 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
   for (const char* sub : {"home", "state", "workspace"})
     std::filesystem::create_directories(work / sub);
 
-  DaemonOptions fake;
-  fake.binary = "/usr/bin/python3";
-  fake.args = {std::string(AIOS_SOURCE_DIR) + "/tests/executor/fake_openai_server.py",
-               "--port",
-               "0",
-               "--log",
-               (dir_ / "requests.jsonl").string(),
-               "--model",
-               "fake-model",
-               "--reply",
-               reply};
-  fake.ready_event = "FAKE_OPENAI_LISTENING";
-  Daemon server(fake, dir_.path(), "fake-openai");
+  Daemon server(
+      aios::test::fake_model(dir_ / "requests.jsonl", {"--model", "fake-model", "--reply", reply}),
+      dir_.path(), "fake-openai");
   const auto port = server.start();
 
   const json config = {
@@ -148,16 +135,9 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
   // What the model saw: chat completions authorized with exactly the projected key; the other
   // provider key of the same credential file reached nothing.
   const auto log = read_text_file(dir_ / "requests.jsonl");
-  std::istringstream lines(log);
-  bool completions = false;
-  for (std::string line; std::getline(lines, line);) {
-    const auto entry = json::parse(line);
-    if (entry["path"] != "/v1/chat/completions") continue;
-    completions = true;
-    EXPECT_EQ(entry["headers"].value("authorization-sha256", ""),
-              sha256_hex("Bearer " + provider_key));
-  }
-  EXPECT_TRUE(completions) << log;
+  EXPECT_TRUE(aios::test::model_called_only_with_key(dir_ / "requests.jsonl",
+                                                     "/v1/chat/completions", provider_key))
+      << log;
   for (const auto& text :
        {log, result.dump(), executor.log(), read_text_file(work / "openclaw.log")}) {
     EXPECT_EQ(text.find(provider_key), std::string::npos);

