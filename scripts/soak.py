@@ -3,9 +3,10 @@
 Hermes, two source-capture, two deterministic) over thousands of mixed tasks with a fake agent,
 while workers are SIGKILLed and restarted at random. The owner verifies every result. At the
 end: every task terminal, none lost, no agent run twice for one task (an fsync'd ledger), one
-result event per task, the RSS of the scheduler and the executor at start and end, and the p50
+result event per task, the RSS of the scheduler and the executor sampled every second (start,
+middle, end; the run fails when the second half grows more than --rss-growth, 25 %), and the p50
 and p99 of claim latency seen by a probe client under the load. Bounded: --tasks and --timeout;
-everything listens on 127.0.0.1 only.
+everything listens on 127.0.0.1 only. The RSS samples are left in <state>/rss.json.
 
     scripts/soak.py                  2,000 tasks, a worker killed every 2 s
     scripts/soak.py --short          CI: 200 tasks
@@ -61,6 +62,9 @@ def main():
     parser.add_argument("--kill-every", type=float, default=2.0, help="seconds between kills")
     parser.add_argument("--timeout", type=float, default=1500, help="give up after this long")
     parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--rss-growth", type=float, default=0.25,
+                        help="fail when a daemon's RSS grows more than this fraction between the "
+                             "middle and the end of the run")
     args = parser.parse_args()
     if args.short:
         args.tasks = 200
@@ -85,6 +89,10 @@ def main():
     print(f"state and logs: {state}")
     if report["lost"] or report["duplicated_runs"] or report["duplicated_results"]:
         fail("tasks lost or duplicated")
+    for name, rss in report["rss_kib"].items():
+        if rss["second_half_growth"] > args.rss_growth:
+            fail(f"{name} RSS grew {rss['second_half_growth']:.0%} in the second half of the run "
+                 f"({rss['middle']} -> {rss['end']} KiB; bound {args.rss_growth:.0%})")
     print(f"soak: {report['tasks']} tasks, 0 lost, 0 duplicated, {report['worker_kills']} worker kills")
 
 
@@ -145,7 +153,10 @@ def run(args, rng, state, suite, workers):
                 "--executor-root", str(exchange), "--state-root", str(state / f"worker-{name}"),
                 "--heartbeat-ms", "1000"]
         workers[name] = (start_worker(state, name, argv, 0), argv)
-    rss_start = {"scheduler": rss_kib(scheduler_pid), "executor": rss_kib(executor_pid)}
+    daemons = {"scheduler": scheduler_pid, "executor": executor_pid}
+    samples, sampling = [], threading.Event()
+    sampler = threading.Thread(target=sample_rss, args=(daemons, samples, sampling))
+    sampler.start()
 
     def binding(task_id):
         return {"task_id": task_id, "job_id": "job-" + task_id, "repository": "aios/aios",
@@ -215,6 +226,9 @@ def run(args, rng, state, suite, workers):
     finally:
         stop.set()
         probe.join()
+        sampling.set()
+        sampler.join()
+        (state / "rss.json").write_text(json.dumps(samples))
     print()
     runs = {}
     if ledger.exists():
@@ -236,12 +250,36 @@ def run(args, rng, state, suite, workers):
         "duplicated_results": sum(1 for task_id, n in results.items()
                                   if n > 1 and terminal.get(task_id) == "SUCCEEDED"),
         "worker_kills": kills,
-        "rss_kib_start": rss_start,
-        "rss_kib_end": {"scheduler": rss_kib(scheduler_pid), "executor": rss_kib(executor_pid)},
+        "rss_kib": rss_summary(samples, daemons),
         "probe_claims": len(latencies),
         "claim_p50_ms": round(statistics.median(latencies) * 1000, 2) if latencies else None,
         "claim_p99_ms": round(percentile(latencies, 0.99) * 1000, 2) if latencies else None,
     }
+
+
+def sample_rss(daemons, samples, stop):
+    """RSS of each daemon once a second from the first task queued to the last one terminal."""
+    started = time.monotonic()
+    while True:
+        samples.append({"t": round(time.monotonic() - started, 1),
+                        **{name: rss_kib(pid) for name, pid in daemons.items()}})
+        if stop.wait(1.0):
+            return
+
+
+def rss_summary(samples, daemons):
+    """Start, middle and end of the run per daemon, and how much the second half grew. Middle and
+    end are the lowest of a few samples around that point: an answer being built is a spike of
+    a second, not growth."""
+    width = max(1, min(5, len(samples) // 4))
+    middle = samples[max(0, len(samples) // 2 - width // 2):][:width]
+    end = samples[-width:]
+    summary = {}
+    for name in daemons:
+        levels = (samples[0][name], min(s[name] for s in middle), min(s[name] for s in end))
+        summary[name] = {"start": levels[0], "middle": levels[1], "end": levels[2],
+                         "second_half_growth": round((levels[2] - levels[1]) / levels[1], 3)}
+    return summary
 
 
 def start_worker(state, name, argv, generation):
