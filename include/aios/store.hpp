@@ -20,7 +20,8 @@
 
 namespace SQLite {
 class Database;
-}
+class Statement;
+}  // namespace SQLite
 
 namespace aios {
 
@@ -59,6 +60,27 @@ class Database {
 };
 
 namespace store {
+
+// A prepared statement for one use. Inside Database::write or read, on that call's connection,
+// it is kept by the connection for the next use of the same SQL (reset and unbound when this
+// goes out of scope): preparing is most of the cost of the task plane's short queries. On any
+// other connection, or when the connection keeps its limit of statements, it is prepared for
+// this use only. Either way it behaves as a fresh SQLite::Statement.
+class Prepared {
+ public:
+  Prepared(SQLite::Database& db, const std::string& sql);
+  ~Prepared();
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+
+  SQLite::Statement& operator*() const { return *statement_; }
+  SQLite::Statement* operator->() const { return statement_; }
+
+ private:
+  std::unique_ptr<SQLite::Statement> owned_;
+  SQLite::Statement* statement_ = nullptr;
+  bool* in_use_ = nullptr;  // the kept statement's flag, cleared when this is done with it
+};
 
 // One row of `tasks`, typed. Optional text columns are empty strings when NULL.
 struct TaskRow {

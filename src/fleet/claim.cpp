@@ -33,10 +33,10 @@ std::string worker_id_of(const nlohmann::json& body) {
 }
 
 void touch_worker(SQLite::Database& db, const std::string& worker_id, double now) {
-  SQLite::Statement update(db, "UPDATE workers SET last_seen_at=? WHERE worker_id=?");
-  update.bind(1, now);
-  update.bind(2, worker_id);
-  update.exec();
+  store::Prepared update(db, "UPDATE workers SET last_seen_at=? WHERE worker_id=?");
+  update->bind(1, now);
+  update->bind(2, worker_id);
+  update->exec();
 }
 
 }  // namespace
@@ -132,45 +132,45 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     row.updated_at = now_iso;
     if (!store::update_task(db, row, previous_revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
 
-    SQLite::Statement claim_row(
+    store::Prepared claim_row(
         db,
         "INSERT INTO claims(claim_id,task_id,worker_id,agent_id,attempt,"
         "status,lease_expires_at,created_at) VALUES (?,?,?,?,?,'ACTIVE',?,?)");
-    claim_row.bind(1, claim_id);
-    claim_row.bind(2, task_id);
-    claim_row.bind(3, worker_id);
-    claim_row.bind(4, agent.agent_id);
-    claim_row.bind(5, row.attempt);
-    claim_row.bind(6, to_epoch_seconds(expires));
-    claim_row.bind(7, now_iso);
-    claim_row.exec();
+    claim_row->bind(1, claim_id);
+    claim_row->bind(2, task_id);
+    claim_row->bind(3, worker_id);
+    claim_row->bind(4, agent.agent_id);
+    claim_row->bind(5, row.attempt);
+    claim_row->bind(6, to_epoch_seconds(expires));
+    claim_row->bind(7, now_iso);
+    claim_row->exec();
     // The fleet reservation is bound to the claim in the same transaction as the CAS, so a
     // failed claim leaves no reservation behind and a slot is never double-booked.
-    SQLite::Statement dispatch(
+    store::Prepared dispatch(
         db,
         "INSERT INTO fleet_dispatches(reservation_id,task_id,worker_id,task_revision,scope_key,"
         "failure_domain,reserved_until,state,score,claim_id,created_at,updated_at) "
         "VALUES (?,?,?,?,?,?,?,'CLAIMED',?,?,?,?)");
-    dispatch.bind(1, "reservation-" + claim_id.substr(6));
-    dispatch.bind(2, task_id);
-    dispatch.bind(3, worker_id);
-    dispatch.bind(4, previous_revision);
-    dispatch.bind(5, row.scope_key);
-    dispatch.bind(6, worker.failure_domain);
-    dispatch.bind(7, to_epoch_seconds(expires));
-    dispatch.bind(8, static_cast<double>(row.seq));
-    dispatch.bind(9, claim_id);
-    dispatch.bind(10, now);
-    dispatch.bind(11, now);
-    dispatch.exec();
-    SQLite::Statement scope(db,
-                            "INSERT INTO fleet_scope_state(scope_key,dispatch_count,"
-                            "last_dispatch_at) VALUES (?,1,?) ON CONFLICT(scope_key) DO UPDATE "
-                            "SET dispatch_count=dispatch_count+1, last_dispatch_at=excluded."
-                            "last_dispatch_at");
-    scope.bind(1, row.scope_key);
-    scope.bind(2, now);
-    scope.exec();
+    dispatch->bind(1, "reservation-" + claim_id.substr(6));
+    dispatch->bind(2, task_id);
+    dispatch->bind(3, worker_id);
+    dispatch->bind(4, previous_revision);
+    dispatch->bind(5, row.scope_key);
+    dispatch->bind(6, worker.failure_domain);
+    dispatch->bind(7, to_epoch_seconds(expires));
+    dispatch->bind(8, static_cast<double>(row.seq));
+    dispatch->bind(9, claim_id);
+    dispatch->bind(10, now);
+    dispatch->bind(11, now);
+    dispatch->exec();
+    store::Prepared scope(db,
+                          "INSERT INTO fleet_scope_state(scope_key,dispatch_count,"
+                          "last_dispatch_at) VALUES (?,1,?) ON CONFLICT(scope_key) DO UPDATE "
+                          "SET dispatch_count=dispatch_count+1, last_dispatch_at=excluded."
+                          "last_dispatch_at");
+    scope->bind(1, row.scope_key);
+    scope->bind(2, now);
+    scope->exec();
     touch_worker(db, worker_id, now);
     store::append_event(db, task_id, "TASK_CLAIMED", agent.agent_id,
                         {{"claim_id", claim_id},

@@ -45,17 +45,17 @@ void commit_row(SQLite::Database& db, store::TaskRow& row, const std::string& no
 void quarantine_task_for_worker(SQLite::Database& db, const store::TaskRow& row,
                                 const std::string& failure_class, double now,
                                 std::chrono::seconds period) {
-  SQLite::Statement upsert(
+  store::Prepared upsert(
       db,
       "INSERT INTO fleet_task_quarantine(task_id,worker_id,failure_class,failures,"
       "quarantined_until) VALUES (?,?,?,1,?) ON CONFLICT(task_id,worker_id) DO UPDATE SET "
       "failure_class=excluded.failure_class, failures=failures+1, "
       "quarantined_until=excluded.quarantined_until");
-  upsert.bind(1, row.task_id);
-  upsert.bind(2, row.claimed_by);
-  upsert.bind(3, failure_class);
-  upsert.bind(4, now + static_cast<double>(period.count()));
-  upsert.exec();
+  upsert->bind(1, row.task_id);
+  upsert->bind(2, row.claimed_by);
+  upsert->bind(3, failure_class);
+  upsert->bind(4, now + static_cast<double>(period.count()));
+  upsert->exec();
 }
 
 }  // namespace
@@ -121,15 +121,15 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
     // A heartbeat extends the lease; it is not a lifecycle transition, so the revision stays.
     row.lease_expires_at = format_iso8601(expires);
     if (!store::update_task(db, row, row.revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
-    SQLite::Statement claim(db, "UPDATE claims SET lease_expires_at=? WHERE claim_id=?");
-    claim.bind(1, to_epoch_seconds(expires));
-    claim.bind(2, row.claim_id);
-    claim.exec();
-    SQLite::Statement dispatch(
+    store::Prepared claim(db, "UPDATE claims SET lease_expires_at=? WHERE claim_id=?");
+    claim->bind(1, to_epoch_seconds(expires));
+    claim->bind(2, row.claim_id);
+    claim->exec();
+    store::Prepared dispatch(
         db, "UPDATE fleet_dispatches SET reserved_until=? WHERE claim_id=? AND state='CLAIMED'");
-    dispatch.bind(1, to_epoch_seconds(expires));
-    dispatch.bind(2, row.claim_id);
-    dispatch.exec();
+    dispatch->bind(1, to_epoch_seconds(expires));
+    dispatch->bind(2, row.claim_id);
+    dispatch->exec();
     response = {{"task_id", task_id},
                 {"lease_expires_at", row.lease_expires_at},
                 {"stage", stage},
@@ -164,20 +164,20 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   int status = 201;
   nlohmann::json response;
   db_.write([&](SQLite::Database& db) {
-    SQLite::Statement replay(
+    store::Prepared replay(
         db,
         "SELECT request_sha256, response_json, agent_id FROM results WHERE task_id=? AND "
         "idempotency_key=?");
-    replay.bind(1, task_id);
-    replay.bind(2, key.get<std::string>());
-    if (replay.executeStep()) {
+    replay->bind(1, task_id);
+    replay->bind(2, key.get<std::string>());
+    if (replay->executeStep()) {
       // Only the agent that submitted may replay: another learns nothing of the task.
-      if (replay.getColumn(2).getString() != agent.agent_id) fail(ErrorCode::LEASE_INVALID);
-      if (replay.getColumn(0).getString() != request_sha) {
+      if (replay->getColumn(2).getString() != agent.agent_id) fail(ErrorCode::LEASE_INVALID);
+      if (replay->getColumn(0).getString() != request_sha) {
         fail(ErrorCode::RESULT_IDEMPOTENCY_CONFLICT);
       }
       status = 200;
-      response = nlohmann::json::parse(replay.getColumn(1).getString());
+      response = nlohmann::json::parse(replay->getColumn(1).getString());
       response["idempotent"] = true;
       return;
     }
@@ -204,17 +204,17 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                         now_iso);
     response = {{"task_id", task_id}, {"status", row.status},        {"revision", row.revision},
                 {"attempt", attempt}, {"result_sha256", result_sha}, {"idempotent", false}};
-    SQLite::Statement insert(db,
-                             "INSERT INTO results(task_id,idempotency_key,attempt,agent_id,"
-                             "request_sha256,response_json,created_at) VALUES (?,?,?,?,?,?,?)");
-    insert.bind(1, task_id);
-    insert.bind(2, key.get<std::string>());
-    insert.bind(3, attempt);
-    insert.bind(4, agent.agent_id);
-    insert.bind(5, request_sha);
-    insert.bind(6, response.dump());
-    insert.bind(7, now_iso);
-    insert.exec();
+    store::Prepared insert(db,
+                           "INSERT INTO results(task_id,idempotency_key,attempt,agent_id,"
+                           "request_sha256,response_json,created_at) VALUES (?,?,?,?,?,?,?)");
+    insert->bind(1, task_id);
+    insert->bind(2, key.get<std::string>());
+    insert->bind(3, attempt);
+    insert->bind(4, agent.agent_id);
+    insert->bind(5, request_sha);
+    insert->bind(6, response.dump());
+    insert->bind(7, now_iso);
+    insert->exec();
   });
   if (status == 201) fault_point("scheduler_result_committed");
   return {status, response};
@@ -334,12 +334,12 @@ std::size_t TaskPlane::sweep_expired_leases() {
   const std::string now_iso = format_iso8601(now);
   std::vector<std::string> candidates;
   db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(db,
-                            "SELECT task_id, lease_expires_at FROM tasks "
-                            "WHERE status='CLAIMED' ORDER BY lease_expires_at LIMIT 1000");
-    while (query.executeStep()) {
-      const auto expires = parse_iso8601(query.getColumn(1).getString());
-      if (!expires || *expires <= now) candidates.push_back(query.getColumn(0).getString());
+    store::Prepared query(db,
+                          "SELECT task_id, lease_expires_at FROM tasks "
+                          "WHERE status='CLAIMED' ORDER BY lease_expires_at LIMIT 1000");
+    while (query->executeStep()) {
+      const auto expires = parse_iso8601(query->getColumn(1).getString());
+      if (!expires || *expires <= now) candidates.push_back(query->getColumn(0).getString());
     }
   });
   std::size_t swept = 0;

@@ -128,17 +128,17 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
   db_.read([&](SQLite::Database& db) {
     const auto row = store::load_task(db, task_id);
     if (!row || !readable_by(db, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
-    SQLite::Statement query(db,
-                            "SELECT event_id, event_type, agent_id, payload_json, created_at "
-                            "FROM task_events WHERE task_id=? ORDER BY event_id");
-    query.bind(1, task_id);
-    while (query.executeStep()) {
-      events.push_back({{"event_id", query.getColumn(0).getInt64()},
-                        {"event_type", query.getColumn(1).getString()},
-                        {"agent_id", query.getColumn(2).getString()},
-                        {"payload", fleet::parse_column(query.getColumn(3).getString(),
+    store::Prepared query(db,
+                          "SELECT event_id, event_type, agent_id, payload_json, created_at "
+                          "FROM task_events WHERE task_id=? ORDER BY event_id");
+    query->bind(1, task_id);
+    while (query->executeStep()) {
+      events.push_back({{"event_id", query->getColumn(0).getInt64()},
+                        {"event_type", query->getColumn(1).getString()},
+                        {"agent_id", query->getColumn(2).getString()},
+                        {"payload", fleet::parse_column(query->getColumn(3).getString(),
                                                         nlohmann::json::object())},
-                        {"created_at", query.getColumn(4).getString()}});
+                        {"created_at", query->getColumn(4).getString()}});
     }
   });
   return {{"task_id", task_id}, {"events", events}};
@@ -147,9 +147,9 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
 std::vector<std::pair<std::string, std::int64_t>> TaskPlane::status_counts() {
   std::vector<std::pair<std::string, std::int64_t>> counts;
   db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(db, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
-    while (query.executeStep()) {
-      counts.emplace_back(query.getColumn(0).getString(), query.getColumn(1).getInt64());
+    store::Prepared query(db, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
+    while (query->executeStep()) {
+      counts.emplace_back(query->getColumn(0).getString(), query->getColumn(1).getInt64());
     }
   });
   return counts;

@@ -59,30 +59,30 @@ std::string tenant_of(const std::string& scope_key) {
 
 std::optional<WorkerState> load_worker(SQLite::Database& db, const std::string& worker_id,
                                        double now) {
-  SQLite::Statement query(db, std::string(kWorkerSelect) + " WHERE w.worker_id=?2");
-  query.bind(1, now);
-  query.bind(2, worker_id);
-  if (!query.executeStep()) return std::nullopt;
-  return read_worker(query);
+  store::Prepared query(db, std::string(kWorkerSelect) + " WHERE w.worker_id=?2");
+  query->bind(1, now);
+  query->bind(2, worker_id);
+  if (!query->executeStep()) return std::nullopt;
+  return read_worker(*query);
 }
 
 std::vector<WorkerState> load_workers(SQLite::Database& db, double now) {
-  SQLite::Statement query(db, std::string(kWorkerSelect) + " ORDER BY w.worker_id");
-  query.bind(1, now);
+  store::Prepared query(db, std::string(kWorkerSelect) + " ORDER BY w.worker_id");
+  query->bind(1, now);
   std::vector<WorkerState> workers;
-  while (query.executeStep()) workers.push_back(read_worker(query));
+  while (query->executeStep()) workers.push_back(read_worker(*query));
   return workers;
 }
 
 bool task_quarantined(SQLite::Database& db, const std::string& task_id,
                       const std::string& worker_id, double now) {
-  SQLite::Statement query(db,
-                          "SELECT 1 FROM fleet_task_quarantine WHERE task_id=? AND worker_id=? "
-                          "AND quarantined_until>?");
-  query.bind(1, task_id);
-  query.bind(2, worker_id);
-  query.bind(3, now);
-  return query.executeStep();
+  store::Prepared query(db,
+                        "SELECT 1 FROM fleet_task_quarantine WHERE task_id=? AND worker_id=? "
+                        "AND quarantined_until>?");
+  query->bind(1, task_id);
+  query->bind(2, worker_id);
+  query->bind(3, now);
+  return query->executeStep();
 }
 
 TaskFacts TaskFactsCache::get(const store::TaskRow& row) {
@@ -154,58 +154,58 @@ ErrorCode reason_code(const std::string& reason) {
 
 void note_worker_failure(SQLite::Database& db, const std::string& worker_id, double now,
                          int threshold, std::chrono::seconds cooldown) {
-  SQLite::Statement update(
+  store::Prepared update(
       db,
       "UPDATE fleet_worker_capacity SET consecutive_failures=consecutive_failures+1, "
       "circuit_state=CASE WHEN consecutive_failures+1>=?1 THEN 'OPEN' ELSE circuit_state END, "
       "circuit_open_until=CASE WHEN consecutive_failures+1>=?1 THEN ?2 ELSE circuit_open_until "
       "END, updated_at=?3 WHERE worker_id=?4");
-  update.bind(1, threshold);
-  update.bind(2, now + static_cast<double>(cooldown.count()));
-  update.bind(3, now);
-  update.bind(4, worker_id);
-  update.exec();
+  update->bind(1, threshold);
+  update->bind(2, now + static_cast<double>(cooldown.count()));
+  update->bind(3, now);
+  update->bind(4, worker_id);
+  update->exec();
 }
 
 void note_worker_success(SQLite::Database& db, const std::string& worker_id, double now) {
-  SQLite::Statement update(db,
-                           "UPDATE fleet_worker_capacity SET consecutive_failures=0, "
-                           "circuit_state='CLOSED', circuit_open_until=0, updated_at=? "
-                           "WHERE worker_id=?");
-  update.bind(1, now);
-  update.bind(2, worker_id);
-  update.exec();
+  store::Prepared update(db,
+                         "UPDATE fleet_worker_capacity SET consecutive_failures=0, "
+                         "circuit_state='CLOSED', circuit_open_until=0, updated_at=? "
+                         "WHERE worker_id=?");
+  update->bind(1, now);
+  update->bind(2, worker_id);
+  update->exec();
 }
 
 std::set<std::string> tasks_failed_in_domain(SQLite::Database& db, const std::string& domain) {
-  SQLite::Statement query(db,
-                          "SELECT DISTINCT task_id FROM fleet_dispatches WHERE failure_domain=? "
-                          "AND state IN ('RELEASED','EXPIRED')");
-  query.bind(1, domain);
+  store::Prepared query(db,
+                        "SELECT DISTINCT task_id FROM fleet_dispatches WHERE failure_domain=? "
+                        "AND state IN ('RELEASED','EXPIRED')");
+  query->bind(1, domain);
   std::set<std::string> tasks;
-  while (query.executeStep()) tasks.insert(query.getColumn(0).getString());
+  while (query->executeStep()) tasks.insert(query->getColumn(0).getString());
   return tasks;
 }
 
 void end_dispatch(SQLite::Database& db, const std::string& task_id, const std::string& state,
                   double now) {
-  SQLite::Statement update(db,
-                           "UPDATE fleet_dispatches SET state=?, updated_at=? WHERE task_id=? "
-                           "AND state IN ('RESERVED','CLAIMED')");
-  update.bind(1, state);
-  update.bind(2, now);
-  update.bind(3, task_id);
-  update.exec();
+  store::Prepared update(db,
+                         "UPDATE fleet_dispatches SET state=?, updated_at=? WHERE task_id=? "
+                         "AND state IN ('RESERVED','CLAIMED')");
+  update->bind(1, state);
+  update->bind(2, now);
+  update->bind(3, task_id);
+  update->exec();
 }
 
 void end_claim(SQLite::Database& db, const std::string& claim_id, const std::string& status,
                const std::string& now_iso) {
-  SQLite::Statement update(
+  store::Prepared update(
       db, "UPDATE claims SET status=?, ended_at=? WHERE claim_id=? AND status='ACTIVE'");
-  update.bind(1, status);
-  update.bind(2, now_iso);
-  update.bind(3, claim_id);
-  update.exec();
+  update->bind(1, status);
+  update->bind(2, now_iso);
+  update->bind(3, claim_id);
+  update->exec();
 }
 
 store::TaskRow load_existing_task(SQLite::Database& db, const std::string& task_id) {
@@ -216,10 +216,10 @@ store::TaskRow load_existing_task(SQLite::Database& db, const std::string& task_
 
 bool worker_belongs_to(SQLite::Database& db, const std::string& worker_id,
                        const std::string& agent_id) {
-  SQLite::Statement owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
-  owner.bind(1, worker_id);
-  owner.bind(2, agent_id);
-  return owner.executeStep();
+  store::Prepared owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
+  owner->bind(1, worker_id);
+  owner->bind(2, agent_id);
+  return owner->executeStep();
 }
 
 nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback) {

@@ -105,17 +105,17 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
   const std::string token = "aios_" + random_hex(32);
   const std::string now = format_iso8601(clock_.now());
   db_.write([&](SQLite::Database& db) {
-    SQLite::Statement exists(db, "SELECT 1 FROM agents WHERE agent_id=?");
-    exists.bind(1, agent_id);
-    if (exists.executeStep()) fail(ErrorCode::AGENT_ALREADY_EXISTS);
-    SQLite::Statement insert(db,
-                             "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,"
-                             "created_at) VALUES (?,?,?,?)");
-    insert.bind(1, agent_id);
-    insert.bind(2, sha256_hex(token));
-    insert.bind(3, granted.dump());
-    insert.bind(4, now);
-    insert.exec();
+    store::Prepared exists(db, "SELECT 1 FROM agents WHERE agent_id=?");
+    exists->bind(1, agent_id);
+    if (exists->executeStep()) fail(ErrorCode::AGENT_ALREADY_EXISTS);
+    store::Prepared insert(db,
+                           "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,"
+                           "created_at) VALUES (?,?,?,?)");
+    insert->bind(1, agent_id);
+    insert->bind(2, sha256_hex(token));
+    insert->bind(3, granted.dump());
+    insert->bind(4, now);
+    insert->exec();
   });
   return {{"agent_id", agent_id}, {"granted_capabilities", granted}, {"token", token}};
 }
@@ -125,13 +125,13 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
   const std::string hash = sha256_hex(token);
   std::optional<Agent> agent;
   db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(db,
-                            "SELECT agent_id, granted_capabilities_json, token_sha256 FROM agents "
-                            "WHERE token_sha256=?");
-    query.bind(1, hash);
-    if (query.executeStep() && constant_time_equal(query.getColumn(2).getString(), hash)) {
-      agent = Agent{query.getColumn(0).getString(),
-                    nlohmann::json::parse(query.getColumn(1).getString())};
+    store::Prepared query(db,
+                          "SELECT agent_id, granted_capabilities_json, token_sha256 FROM agents "
+                          "WHERE token_sha256=?");
+    query->bind(1, hash);
+    if (query->executeStep() && constant_time_equal(query->getColumn(2).getString(), hash)) {
+      agent = Agent{query->getColumn(0).getString(),
+                    nlohmann::json::parse(query->getColumn(1).getString())};
     }
   });
   return agent;
@@ -171,39 +171,39 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
   const double now_s = to_epoch_seconds(now);
   nlohmann::json view;
   db_.write([&](SQLite::Database& db) {
-    SQLite::Statement owner(db, "SELECT agent_id FROM workers WHERE worker_id=?");
-    owner.bind(1, worker_id);
-    if (owner.executeStep() && owner.getColumn(0).getString() != agent.agent_id) {
+    store::Prepared owner(db, "SELECT agent_id FROM workers WHERE worker_id=?");
+    owner->bind(1, worker_id);
+    if (owner->executeStep() && owner->getColumn(0).getString() != agent.agent_id) {
       fail(ErrorCode::WORKER_AGENT_MISMATCH);
     }
-    SQLite::Statement upsert(
+    store::Prepared upsert(
         db,
         "INSERT INTO workers(worker_id,agent_id,capabilities_json,allowed_adapters_json,"
         "labels_json,tenants_json,registered_at,last_seen_at) VALUES (?,?,?,?,?,?,?,?) "
         "ON CONFLICT(worker_id) DO UPDATE SET capabilities_json=excluded.capabilities_json, "
         "allowed_adapters_json=excluded.allowed_adapters_json, labels_json=excluded.labels_json,"
         " tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at");
-    upsert.bind(1, worker_id);
-    upsert.bind(2, agent.agent_id);
-    upsert.bind(3, capabilities.dump());
-    upsert.bind(4, adapters.dump());
-    upsert.bind(5, labels.dump());
-    upsert.bind(6, tenants.dump());
-    upsert.bind(7, format_iso8601(now));
-    upsert.bind(8, now_s);
-    upsert.exec();
-    SQLite::Statement capacity(
+    upsert->bind(1, worker_id);
+    upsert->bind(2, agent.agent_id);
+    upsert->bind(3, capabilities.dump());
+    upsert->bind(4, adapters.dump());
+    upsert->bind(5, labels.dump());
+    upsert->bind(6, tenants.dump());
+    upsert->bind(7, format_iso8601(now));
+    upsert->bind(8, now_s);
+    upsert->exec();
+    store::Prepared capacity(
         db,
         "INSERT INTO fleet_worker_capacity(worker_id,max_slots,failure_domain,labels_json,"
         "updated_at) VALUES (?,?,?,?,?) ON CONFLICT(worker_id) DO UPDATE SET "
         "max_slots=excluded.max_slots, failure_domain=excluded.failure_domain, "
         "labels_json=excluded.labels_json, updated_at=excluded.updated_at");
-    capacity.bind(1, worker_id);
-    capacity.bind(2, slots);
-    capacity.bind(3, domain.get<std::string>());
-    capacity.bind(4, labels.dump());
-    capacity.bind(5, now_s);
-    capacity.exec();
+    capacity->bind(1, worker_id);
+    capacity->bind(2, slots);
+    capacity->bind(3, domain.get<std::string>());
+    capacity->bind(4, labels.dump());
+    capacity->bind(5, now_s);
+    capacity->exec();
     view = worker_view(*fleet::load_worker(db, worker_id, now_s), now_s, options_);
   });
   return view;
@@ -232,16 +232,16 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
       if (!body["quarantined"].is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
       worker->quarantined = body["quarantined"];
     }
-    SQLite::Statement update(db,
-                             "UPDATE fleet_worker_capacity SET max_slots=?, failure_domain=?, "
-                             "labels_json=?, quarantined=?, updated_at=? WHERE worker_id=?");
-    update.bind(1, worker->max_slots);
-    update.bind(2, worker->failure_domain);
-    update.bind(3, worker->labels.dump());
-    update.bind(4, worker->quarantined ? 1 : 0);
-    update.bind(5, now);
-    update.bind(6, worker_id);
-    update.exec();
+    store::Prepared update(db,
+                           "UPDATE fleet_worker_capacity SET max_slots=?, failure_domain=?, "
+                           "labels_json=?, quarantined=?, updated_at=? WHERE worker_id=?");
+    update->bind(1, worker->max_slots);
+    update->bind(2, worker->failure_domain);
+    update->bind(3, worker->labels.dump());
+    update->bind(4, worker->quarantined ? 1 : 0);
+    update->bind(5, now);
+    update->bind(6, worker_id);
+    update->exec();
     if (body.contains("reset_circuit")) {
       if (!body["reset_circuit"].is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
       if (body["reset_circuit"] == true) fleet::note_worker_success(db, worker_id, now);
@@ -260,22 +260,22 @@ nlohmann::json TaskPlane::fleet_view() {
     for (const auto& worker : fleet::load_workers(db, now)) {
       view["workers"].push_back(worker_view(worker, now, options_));
     }
-    SQLite::Statement scopes(
+    store::Prepared scopes(
         db, "SELECT scope_key, dispatch_count FROM fleet_scope_state ORDER BY scope_key");
-    while (scopes.executeStep()) {
-      view["scopes"].push_back({{"scope_key", scopes.getColumn(0).getString()},
-                                {"dispatch_count", scopes.getColumn(1).getInt64()}});
+    while (scopes->executeStep()) {
+      view["scopes"].push_back({{"scope_key", scopes->getColumn(0).getString()},
+                                {"dispatch_count", scopes->getColumn(1).getInt64()}});
     }
-    SQLite::Statement quarantines(
+    store::Prepared quarantines(
         db,
         "SELECT task_id, worker_id, failure_class, failures FROM fleet_task_quarantine "
         "WHERE quarantined_until>? ORDER BY task_id, worker_id");
-    quarantines.bind(1, now);
-    while (quarantines.executeStep()) {
-      view["task_quarantines"].push_back({{"task_id", quarantines.getColumn(0).getString()},
-                                          {"worker_id", quarantines.getColumn(1).getString()},
-                                          {"failure_class", quarantines.getColumn(2).getString()},
-                                          {"failures", quarantines.getColumn(3).getInt64()}});
+    quarantines->bind(1, now);
+    while (quarantines->executeStep()) {
+      view["task_quarantines"].push_back({{"task_id", quarantines->getColumn(0).getString()},
+                                          {"worker_id", quarantines->getColumn(1).getString()},
+                                          {"failure_class", quarantines->getColumn(2).getString()},
+                                          {"failures", quarantines->getColumn(3).getInt64()}});
     }
   });
   return view;

@@ -37,23 +37,23 @@ CREATE TABLE IF NOT EXISTS task_execution_rebinds (
 // same key came with another request.
 std::optional<nlohmann::json> replay(SQLite::Database& db, const std::string& task_id,
                                      const std::string& key, const std::string& request_sha) {
-  SQLite::Statement query(db,
-                          "SELECT request_sha256,attempt,applied_revision,old_execution_digest,"
-                          "new_execution_digest,authorization_id FROM task_execution_rebinds "
-                          "WHERE task_id=? AND idempotency_key=?");
-  query.bind(1, task_id);
-  query.bind(2, key);
-  if (!query.executeStep()) return std::nullopt;
-  if (query.getColumn(0).getString() != request_sha) {
+  store::Prepared query(db,
+                        "SELECT request_sha256,attempt,applied_revision,old_execution_digest,"
+                        "new_execution_digest,authorization_id FROM task_execution_rebinds "
+                        "WHERE task_id=? AND idempotency_key=?");
+  query->bind(1, task_id);
+  query->bind(2, key);
+  if (!query->executeStep()) return std::nullopt;
+  if (query->getColumn(0).getString() != request_sha) {
     fail(ErrorCode::EXECUTION_REBIND_IDEMPOTENCY_CONFLICT);
   }
   return nlohmann::json{{"task_id", task_id},
                         {"status", "QUEUED"},
-                        {"attempt", query.getColumn(1).getInt64()},
-                        {"revision", query.getColumn(2).getInt64()},
-                        {"old_execution_digest", query.getColumn(3).getString()},
-                        {"new_execution_digest", query.getColumn(4).getString()},
-                        {"authorization_id", query.getColumn(5).getString()},
+                        {"attempt", query->getColumn(1).getInt64()},
+                        {"revision", query->getColumn(2).getInt64()},
+                        {"old_execution_digest", query->getColumn(3).getString()},
+                        {"new_execution_digest", query->getColumn(4).getString()},
+                        {"authorization_id", query->getColumn(5).getString()},
                         {"idempotent", true}};
 }
 
@@ -99,42 +99,42 @@ bool apply_update(SQLite::Database& db, const std::string& task_id,
   sql +=
       " WHERE task_id=? AND status=? AND revision=? AND attempt=? AND claimed_by IS ? AND "
       "lease_token_hash IS NULL AND lease_expires_at IS NULL";
-  SQLite::Statement update(db, sql);
+  store::Prepared update(db, sql);
   int index = 0;
-  update.bind(++index, canonical_json(metadata));
-  update.bind(++index, applied_revision);
-  for (const auto& [column, value] : derived) update.bind(++index, value);
-  update.bind(++index, task_id);
-  update.bind(++index, request.expected_status);
-  update.bind(++index, request.expected_revision);
-  update.bind(++index, request.expected_attempt);
-  bind_optional(update, ++index, snapshot.claimed_by);
-  return update.exec() == 1;
+  update->bind(++index, canonical_json(metadata));
+  update->bind(++index, applied_revision);
+  for (const auto& [column, value] : derived) update->bind(++index, value);
+  update->bind(++index, task_id);
+  update->bind(++index, request.expected_status);
+  update->bind(++index, request.expected_revision);
+  update->bind(++index, request.expected_attempt);
+  bind_optional(*update, ++index, snapshot.claimed_by);
+  return update->exec() == 1;
 }
 
 void insert_receipt(SQLite::Database& db, const std::string& task_id,
                     const ExecutionRebindRequest& request, const std::string& request_sha,
                     const nlohmann::json& old_digest, const nlohmann::json& new_digest,
                     std::int64_t applied_revision, const std::string& now) {
-  SQLite::Statement insert(
+  store::Prepared insert(
       db,
       "INSERT INTO task_execution_rebinds(task_id,idempotency_key,request_sha256,"
       "authorization_id,previous_verification_sha256,old_execution_digest,new_execution_digest,"
       "expected_revision,applied_revision,attempt,reason,created_at) "
       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-  insert.bind(1, task_id);
-  insert.bind(2, request.idempotency_key);
-  insert.bind(3, request_sha);
-  insert.bind(4, request.authorization_id);
-  insert.bind(5, request.previous_verification_sha256);
-  insert.bind(6, old_digest.get<std::string>());
-  insert.bind(7, new_digest.get<std::string>());
-  insert.bind(8, request.expected_revision);
-  insert.bind(9, applied_revision);
-  insert.bind(10, request.expected_attempt);
-  insert.bind(11, request.reason);
-  insert.bind(12, now);
-  insert.exec();
+  insert->bind(1, task_id);
+  insert->bind(2, request.idempotency_key);
+  insert->bind(3, request_sha);
+  insert->bind(4, request.authorization_id);
+  insert->bind(5, request.previous_verification_sha256);
+  insert->bind(6, old_digest.get<std::string>());
+  insert->bind(7, new_digest.get<std::string>());
+  insert->bind(8, request.expected_revision);
+  insert->bind(9, applied_revision);
+  insert->bind(10, request.expected_attempt);
+  insert->bind(11, request.reason);
+  insert->bind(12, now);
+  insert->exec();
 }
 
 }  // namespace

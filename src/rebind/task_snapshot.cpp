@@ -75,10 +75,10 @@ nlohmann::json required_capabilities(const std::optional<std::string>& raw,
 }  // namespace
 
 std::set<std::string> columns_of(SQLite::Database& db, const std::string& table) {
-  SQLite::Statement query(db, "SELECT name FROM pragma_table_info(?)");
-  query.bind(1, table);
+  store::Prepared query(db, "SELECT name FROM pragma_table_info(?)");
+  query->bind(1, table);
   std::set<std::string> names;
-  while (query.executeStep()) names.insert(query.getColumn(0).getString());
+  while (query->executeStep()) names.insert(query->getColumn(0).getString());
   return names;
 }
 
@@ -93,28 +93,29 @@ TaskSnapshot load_and_validate(SQLite::Database& db, const std::string& task_id,
     fail(ErrorCode::TASK_METADATA_SCHEMA_UNSUPPORTED);
   const bool has_requirement = snapshot.columns.contains("required_capabilities_json");
 
-  SQLite::Statement query(db,
-                          std::string("SELECT status,revision,attempt,claimed_by,lease_token_hash,"
-                                      "lease_expires_at,verification_json,metadata_json,") +
-                              (has_requirement ? "required_capabilities_json" : "NULL") +
-                              " FROM tasks WHERE task_id=?");
-  query.bind(1, task_id);
-  if (!query.executeStep()) fail(ErrorCode::TASK_NOT_FOUND);
+  store::Prepared query(db,
+                        std::string("SELECT status,revision,attempt,claimed_by,lease_token_hash,"
+                                    "lease_expires_at,verification_json,metadata_json,") +
+                            (has_requirement ? "required_capabilities_json" : "NULL") +
+                            " FROM tasks WHERE task_id=?");
+  query->bind(1, task_id);
+  if (!query->executeStep()) fail(ErrorCode::TASK_NOT_FOUND);
 
-  if (query.getColumn(0).getString() != request.expected_status ||
-      query.getColumn(1).getInt64() != request.expected_revision ||
-      query.getColumn(2).getInt64() != request.expected_attempt) {
+  if (query->getColumn(0).getString() != request.expected_status ||
+      query->getColumn(1).getInt64() != request.expected_revision ||
+      query->getColumn(2).getInt64() != request.expected_attempt) {
     fail(ErrorCode::EXECUTION_REBIND_CAS_MISMATCH);
   }
-  snapshot.claimed_by = optional_text(query.getColumn(3));
-  if (!blank(optional_text(query.getColumn(4))) || !blank(optional_text(query.getColumn(5)))) {
+  snapshot.claimed_by = optional_text(query->getColumn(3));
+  if (!blank(optional_text(query->getColumn(4))) || !blank(optional_text(query->getColumn(5)))) {
     fail(ErrorCode::EXECUTION_REBIND_ACTIVE_LEASE_DENY);
   }
-  if (verification_sha(optional_text(query.getColumn(6))) != request.previous_verification_sha256) {
+  if (verification_sha(optional_text(query->getColumn(6))) !=
+      request.previous_verification_sha256) {
     fail(ErrorCode::EXECUTION_REBIND_VERIFICATION_DRIFT);
   }
 
-  snapshot.metadata = metadata_object(optional_text(query.getColumn(7)));
+  snapshot.metadata = metadata_object(optional_text(query->getColumn(7)));
   const auto execution = snapshot.metadata.find("execution");
   if (execution == snapshot.metadata.end() || !execution->is_object()) {
     fail(ErrorCode::TASK_EXECUTION_METADATA_MISSING);
@@ -136,7 +137,7 @@ TaskSnapshot load_and_validate(SQLite::Database& db, const std::string& task_id,
     }
   }
   snapshot.required_capabilities =
-      required_capabilities(optional_text(query.getColumn(8)), snapshot.old_execution);
+      required_capabilities(optional_text(query->getColumn(8)), snapshot.old_execution);
   return snapshot;
 }
 

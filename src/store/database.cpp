@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <deque>
+#include <unordered_map>
 
 #include "aios/error.hpp"
 #include "aios/store.hpp"
@@ -56,50 +57,113 @@ int current_version(SQLite::Database& db) {
   return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").getInt();
 }
 
+// The statements one connection keeps for store::Prepared, by SQL text. The same SQL may be
+// in use twice at once (the poll's group cursors), so each text holds a few statements.
+class StatementCache {
+ public:
+  struct Entry {
+    explicit Entry(SQLite::Database& db, const std::string& sql) : statement(db, sql) {}
+    SQLite::Statement statement;
+    bool in_use = false;
+  };
+
+  // A free kept statement for `sql`, or nullptr when all are in use and the limit is reached.
+  Entry* take(SQLite::Database& db, const std::string& sql) {
+    auto it = entries_.find(sql);
+    if (it != entries_.end()) {
+      for (const auto& entry : it->second) {
+        if (!entry->in_use) return use(*entry);
+      }
+    }
+    // A bound on memory for SQL built with varying text; the task plane's is fixed.
+    if (kept_ >= kMaxStatements) return nullptr;
+    if (it == entries_.end())
+      it = entries_.emplace(sql, std::vector<std::unique_ptr<Entry>>{}).first;
+    it->second.push_back(std::make_unique<Entry>(db, sql));
+    ++kept_;
+    return use(*it->second.back());
+  }
+
+ private:
+  static constexpr std::size_t kMaxStatements = 128;
+
+  static Entry* use(Entry& entry) {
+    entry.in_use = true;
+    return &entry;
+  }
+
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Entry>>> entries_;
+  std::size_t kept_ = 0;
+};
+
+// Declared in this order so the statements are finalized before their connection closes.
+struct Connection {
+  std::unique_ptr<SQLite::Database> db;
+  StatementCache statements;
+};
+
+// The connection of the innermost Database::write/read running on this thread: Prepared keeps
+// statements only for it, so a kept statement is never used by two threads or transactions.
+thread_local Connection* t_current = nullptr;
+
+class CurrentConnection {
+ public:
+  explicit CurrentConnection(Connection& connection) : previous_(t_current) {
+    t_current = &connection;
+  }
+  ~CurrentConnection() { t_current = previous_; }
+  CurrentConnection(const CurrentConnection&) = delete;
+  CurrentConnection& operator=(const CurrentConnection&) = delete;
+
+ private:
+  Connection* previous_;
+};
+
 }  // namespace
 
 class Database::Pool {
  public:
   explicit Pool(const DatabaseOptions& options) {
     for (std::size_t i = 0; i < std::max<std::size_t>(1, options.connections); ++i) {
-      idle_.push_back(open_connection(options));
+      idle_.push_back(std::make_unique<Connection>(Connection{open_connection(options), {}}));
     }
   }
 
   // Borrowed connection, returned to the pool on destruction.
   class Handle {
    public:
-    Handle(Pool& pool, std::unique_ptr<SQLite::Database> db) : pool_(pool), db_(std::move(db)) {}
-    ~Handle() { pool_.give_back(std::move(db_)); }
+    Handle(Pool& pool, std::unique_ptr<Connection> connection)
+        : pool_(pool), connection_(std::move(connection)) {}
+    ~Handle() { pool_.give_back(std::move(connection_)); }
     Handle(const Handle&) = delete;
     Handle& operator=(const Handle&) = delete;
-    SQLite::Database& operator*() { return *db_; }
+    Connection& operator*() { return *connection_; }
 
    private:
     Pool& pool_;
-    std::unique_ptr<SQLite::Database> db_;
+    std::unique_ptr<Connection> connection_;
   };
 
   Handle take() {
     std::unique_lock lock(mutex_);
     available_.wait(lock, [this] { return !idle_.empty(); });
-    auto db = std::move(idle_.front());
+    auto connection = std::move(idle_.front());
     idle_.pop_front();
-    return Handle(*this, std::move(db));
+    return Handle(*this, std::move(connection));
   }
 
  private:
-  void give_back(std::unique_ptr<SQLite::Database> db) {
+  void give_back(std::unique_ptr<Connection> connection) {
     {
       std::lock_guard lock(mutex_);
-      idle_.push_back(std::move(db));
+      idle_.push_back(std::move(connection));
     }
     available_.notify_one();
   }
 
   std::mutex mutex_;
   std::condition_variable available_;
-  std::deque<std::unique_ptr<SQLite::Database>> idle_;
+  std::deque<std::unique_ptr<Connection>> idle_;
 };
 
 Database::Database(DatabaseOptions options)
@@ -145,12 +209,14 @@ void run_transaction(SQLite::Database& db, const char* begin,
 
 void Database::write(const std::function<void(SQLite::Database&)>& body) {
   auto handle = pool_->take();
-  run_transaction(*handle, "BEGIN IMMEDIATE", body);
+  const CurrentConnection current(*handle);
+  run_transaction(*(*handle).db, "BEGIN IMMEDIATE", body);
 }
 
 void Database::read(const std::function<void(SQLite::Database&)>& body) {
   auto handle = pool_->take();
-  run_transaction(*handle, "BEGIN", body);
+  const CurrentConnection current(*handle);
+  run_transaction(*(*handle).db, "BEGIN", body);
 }
 
 int Database::schema_version() {
@@ -161,4 +227,30 @@ int Database::schema_version() {
   return version;
 }
 
+namespace store {
+
+Prepared::Prepared(SQLite::Database& db, const std::string& sql) {
+  if (t_current != nullptr && t_current->db.get() == &db) {
+    if (auto* entry = t_current->statements.take(db, sql)) {
+      statement_ = &entry->statement;
+      in_use_ = &entry->in_use;
+      return;
+    }
+  }
+  owned_ = std::make_unique<SQLite::Statement>(db, sql);
+  statement_ = owned_.get();
+}
+
+Prepared::~Prepared() {
+  if (in_use_ == nullptr) return;
+  // The next use must see a fresh statement: no pending row, no read lock, no old bindings.
+  statement_->tryReset();
+  try {
+    statement_->clearBindings();  // sqlite3_clear_bindings cannot fail; SQLiteCpp may throw
+  } catch (const SQLite::Exception&) {
+  }
+  *in_use_ = false;
+}
+
+}  // namespace store
 }  // namespace aios

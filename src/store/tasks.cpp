@@ -58,95 +58,95 @@ void bind_text(SQLite::Statement& statement, int index, const std::string& value
 }  // namespace
 
 std::optional<TaskRow> load_task(SQLite::Database& db, const std::string& task_id) {
-  SQLite::Statement query(db, std::string("SELECT ") + kColumns + " FROM tasks WHERE task_id=?");
-  query.bind(1, task_id);
-  if (!query.executeStep()) return std::nullopt;
-  return read_row(query);
+  store::Prepared query(db, std::string("SELECT ") + kColumns + " FROM tasks WHERE task_id=?");
+  query->bind(1, task_id);
+  if (!query->executeStep()) return std::nullopt;
+  return read_row(*query);
 }
 
 void insert_task(SQLite::Database& db, const TaskRow& row) {
-  SQLite::Statement insert(db, std::string("INSERT INTO tasks(") + kColumns +
-                                   ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                                   "(SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks))");
-  insert.bind(1, row.task_id);
-  insert.bind(2, row.status);
-  insert.bind(3, row.attempt);
-  insert.bind(4, row.max_attempts);
-  insert.bind(5, row.revision);
-  bind_text(insert, 6, row.claimed_by);
-  bind_text(insert, 7, row.lease_token_hash);
-  bind_text(insert, 8, row.lease_expires_at);
-  bind_text(insert, 9, row.claim_id);
-  bind_text(insert, 10, row.verification_json);
-  bind_text(insert, 11, row.result_json);
-  bind_text(insert, 12, row.metadata_json);
-  bind_text(insert, 13, row.required_capabilities_json);
-  bind_text(insert, 14, row.job_id);
-  bind_text(insert, 15, row.action);
-  bind_text(insert, 16, row.adapter);
-  insert.bind(17, row.priority);
-  insert.bind(18, row.scope_key);
-  insert.bind(19, row.scope_weight);
-  bind_text(insert, 20, row.task_json);
-  bind_text(insert, 21, row.request_sha256);
-  bind_text(insert, 22, row.created_at);
-  bind_text(insert, 23, row.updated_at);
-  bind_text(insert, 24, row.execution_digest);
-  bind_text(insert, 25, row.capability_scope_json);
-  insert.exec();
+  store::Prepared insert(db, std::string("INSERT INTO tasks(") + kColumns +
+                                 ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                                 "(SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks))");
+  insert->bind(1, row.task_id);
+  insert->bind(2, row.status);
+  insert->bind(3, row.attempt);
+  insert->bind(4, row.max_attempts);
+  insert->bind(5, row.revision);
+  bind_text(*insert, 6, row.claimed_by);
+  bind_text(*insert, 7, row.lease_token_hash);
+  bind_text(*insert, 8, row.lease_expires_at);
+  bind_text(*insert, 9, row.claim_id);
+  bind_text(*insert, 10, row.verification_json);
+  bind_text(*insert, 11, row.result_json);
+  bind_text(*insert, 12, row.metadata_json);
+  bind_text(*insert, 13, row.required_capabilities_json);
+  bind_text(*insert, 14, row.job_id);
+  bind_text(*insert, 15, row.action);
+  bind_text(*insert, 16, row.adapter);
+  insert->bind(17, row.priority);
+  insert->bind(18, row.scope_key);
+  insert->bind(19, row.scope_weight);
+  bind_text(*insert, 20, row.task_json);
+  bind_text(*insert, 21, row.request_sha256);
+  bind_text(*insert, 22, row.created_at);
+  bind_text(*insert, 23, row.updated_at);
+  bind_text(*insert, 24, row.execution_digest);
+  bind_text(*insert, 25, row.capability_scope_json);
+  insert->exec();
 }
 
 bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected_revision) {
-  SQLite::Statement update(
+  store::Prepared update(
       db,
       "UPDATE tasks SET status=?, attempt=?, revision=?, claimed_by=?, lease_token_hash=?, "
       "lease_expires_at=?, claim_id=?, verification_json=?, result_json=?, metadata_json=?, "
       "updated_at=?, execution_digest=?, action=?, adapter=?, capability_scope_json=? "
       "WHERE task_id=? AND revision=?");
-  update.bind(1, row.status);
-  update.bind(2, row.attempt);
-  update.bind(3, row.revision);
-  bind_text(update, 4, row.claimed_by);
-  bind_text(update, 5, row.lease_token_hash);
-  bind_text(update, 6, row.lease_expires_at);
-  bind_text(update, 7, row.claim_id);
-  bind_text(update, 8, row.verification_json);
-  bind_text(update, 9, row.result_json);
-  bind_text(update, 10, row.metadata_json);
-  bind_text(update, 11, row.updated_at);
-  bind_text(update, 12, row.execution_digest);
-  bind_text(update, 13, row.action);
-  bind_text(update, 14, row.adapter);
-  bind_text(update, 15, row.capability_scope_json);
-  update.bind(16, row.task_id);
-  update.bind(17, expected_revision);
-  return update.exec() == 1;
+  update->bind(1, row.status);
+  update->bind(2, row.attempt);
+  update->bind(3, row.revision);
+  bind_text(*update, 4, row.claimed_by);
+  bind_text(*update, 5, row.lease_token_hash);
+  bind_text(*update, 6, row.lease_expires_at);
+  bind_text(*update, 7, row.claim_id);
+  bind_text(*update, 8, row.verification_json);
+  bind_text(*update, 9, row.result_json);
+  bind_text(*update, 10, row.metadata_json);
+  bind_text(*update, 11, row.updated_at);
+  bind_text(*update, 12, row.execution_digest);
+  bind_text(*update, 13, row.action);
+  bind_text(*update, 14, row.adapter);
+  bind_text(*update, 15, row.capability_scope_json);
+  update->bind(16, row.task_id);
+  update->bind(17, expected_revision);
+  return update->exec() == 1;
 }
 
 void append_event(SQLite::Database& db, const std::string& task_id, const std::string& event_type,
                   const std::string& agent_id, const nlohmann::json& payload,
                   const std::string& created_at) {
-  SQLite::Statement insert(db,
-                           "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,"
-                           "created_at) VALUES (?,?,?,?,?)");
-  insert.bind(1, task_id);
-  insert.bind(2, event_type);
-  insert.bind(3, agent_id);
-  insert.bind(4, payload.dump());
-  insert.bind(5, created_at);
-  insert.exec();
+  store::Prepared insert(db,
+                         "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,"
+                         "created_at) VALUES (?,?,?,?,?)");
+  insert->bind(1, task_id);
+  insert->bind(2, event_type);
+  insert->bind(3, agent_id);
+  insert->bind(4, payload.dump());
+  insert->bind(5, created_at);
+  insert->exec();
 }
 
 std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
                                        std::int64_t after_seq, std::size_t limit) {
-  SQLite::Statement query(
+  store::Prepared query(
       db, std::string("SELECT ") + kColumns +
               " FROM tasks WHERE (?1='' OR status=?1) AND seq>?2 ORDER BY seq LIMIT ?3");
-  query.bind(1, status);
-  query.bind(2, after_seq);
-  query.bind(3, static_cast<std::int64_t>(limit));
+  query->bind(1, status);
+  query->bind(2, after_seq);
+  query->bind(3, static_cast<std::int64_t>(limit));
   std::vector<TaskRow> rows;
-  while (query.executeStep()) rows.push_back(read_row(query));
+  while (query->executeStep()) rows.push_back(read_row(*query));
   return rows;
 }
 
@@ -157,7 +157,7 @@ std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& 
 void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
                                        const std::function<bool(const TaskRow&)>& visit) {
   struct Group {
-    std::unique_ptr<SQLite::Statement> rows;
+    std::unique_ptr<Prepared> rows;
     double served = 0;  // dispatch_count / scope_weight, as the SQL ordering computed it
     std::optional<TaskRow> head;
   };
@@ -170,21 +170,20 @@ void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
   const std::string group_columns =
       "SELECT priority, scope_key, scope_weight FROM tasks INDEXED BY tasks_by_status_scope "
       "WHERE status='QUEUED' AND ";
-  SQLite::Statement first(db, group_columns +
-                                  "priority IS NOT NULL "
-                                  "ORDER BY priority, scope_key, scope_weight LIMIT 1");
-  SQLite::Statement next_weight(db, group_columns +
-                                        "priority=?1 AND scope_key=?2 AND "
-                                        "scope_weight>?3 ORDER BY scope_weight LIMIT 1");
-  SQLite::Statement next_scope(db, group_columns +
-                                       "priority=?1 AND scope_key>?2 "
-                                       "ORDER BY scope_key, scope_weight LIMIT 1");
-  SQLite::Statement next_priority(db, group_columns +
-                                          "priority>?1 "
-                                          "ORDER BY priority, scope_key, scope_weight "
-                                          "LIMIT 1");
-  SQLite::Statement dispatched(db,
-                               "SELECT dispatch_count FROM fleet_scope_state WHERE scope_key=?");
+  store::Prepared first(db, group_columns +
+                                "priority IS NOT NULL "
+                                "ORDER BY priority, scope_key, scope_weight LIMIT 1");
+  store::Prepared next_weight(db, group_columns +
+                                      "priority=?1 AND scope_key=?2 AND "
+                                      "scope_weight>?3 ORDER BY scope_weight LIMIT 1");
+  store::Prepared next_scope(db, group_columns +
+                                     "priority=?1 AND scope_key>?2 "
+                                     "ORDER BY scope_key, scope_weight LIMIT 1");
+  store::Prepared next_priority(db, group_columns +
+                                        "priority>?1 "
+                                        "ORDER BY priority, scope_key, scope_weight "
+                                        "LIMIT 1");
+  store::Prepared dispatched(db, "SELECT dispatch_count FROM fleet_scope_state WHERE scope_key=?");
   std::int64_t priority = 0;
   std::string scope_key;
   double weight = 0;
@@ -200,32 +199,32 @@ void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
     return row;
   };
   const auto advance = [&] {
-    next_weight.bind(1, priority);
-    next_weight.bind(2, scope_key);
-    next_weight.bind(3, weight);
-    if (found(next_weight)) return true;
-    next_scope.bind(1, priority);
-    next_scope.bind(2, scope_key);
-    if (found(next_scope)) return true;
-    next_priority.bind(1, priority);
-    return found(next_priority);
+    next_weight->bind(1, priority);
+    next_weight->bind(2, scope_key);
+    next_weight->bind(3, weight);
+    if (found(*next_weight)) return true;
+    next_scope->bind(1, priority);
+    next_scope->bind(2, scope_key);
+    if (found(*next_scope)) return true;
+    next_priority->bind(1, priority);
+    return found(*next_priority);
   };
-  for (bool more = found(first); more; more = advance()) {
-    dispatched.bind(1, scope_key);
-    const auto count = dispatched.executeStep() ? dispatched.getColumn(0).getInt64() : 0;
-    dispatched.reset();
+  for (bool more = found(*first); more; more = advance()) {
+    dispatched->bind(1, scope_key);
+    const auto count = dispatched->executeStep() ? dispatched->getColumn(0).getInt64() : 0;
+    dispatched->reset();
     Group group;
     group.served = static_cast<double>(count) / weight;
-    group.rows = std::make_unique<SQLite::Statement>(
+    group.rows = std::make_unique<Prepared>(
         db, std::string("SELECT ") + kColumns +
                 " FROM tasks INDEXED BY tasks_by_status_scope WHERE status='QUEUED' AND "
                 "priority=?1 AND scope_key=?2 AND scope_weight=?3 AND attempt<max_attempts "
                 "ORDER BY seq");
-    group.rows->bind(1, priority);
-    group.rows->bind(2, scope_key);
-    group.rows->bind(3, weight);
-    if (group.rows->executeStep()) {
-      group.head = read_row(*group.rows);
+    (*group.rows)->bind(1, priority);
+    (*group.rows)->bind(2, scope_key);
+    (*group.rows)->bind(3, weight);
+    if ((*group.rows)->executeStep()) {
+      group.head = read_row(**group.rows);
       groups.push_back(std::move(group));
     }
   }
@@ -241,7 +240,8 @@ void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
       if (group.head && (next == nullptr || before(group, *next))) next = &group;
     }
     if (next == nullptr || !visit(*next->head)) return;
-    next->head = next->rows->executeStep() ? std::optional(read_row(*next->rows)) : std::nullopt;
+    next->head =
+        (*next->rows)->executeStep() ? std::optional(read_row(**next->rows)) : std::nullopt;
   }
 }
 
