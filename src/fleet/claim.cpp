@@ -47,23 +47,9 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
   const auto limit = static_cast<std::size_t>(envelope::require_int(
       envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
   const double now = to_epoch_seconds(clock_.now());
-  // Polling is the worker's liveness signal, and the only write a poll makes. It is recorded
-  // at most once per kLivenessGranularity: liveness is judged over worker_online_window, and an
-  // fsync'd commit on every poll would cap the fleet's polls at the disk's commit rate.
-  double last_seen = 0;
-  db_.read([&](SQLite::Database& db) {
-    last_seen = own_worker(fleet::load_worker(db, worker_id, now), agent).last_seen;
-  });
-  if (now - last_seen >= kLivenessGranularity || now < last_seen) {
-    db_.write([&](SQLite::Database& db) {
-      own_worker(fleet::load_worker(db, worker_id, now), agent);
-      touch_worker(db, worker_id, now);
-    });
-  }
   nlohmann::json tasks = nlohmann::json::array();
   nlohmann::json deferred = nlohmann::json::array();
-  db_.read([&](SQLite::Database& db) {
-    const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
+  const auto offer = [&](SQLite::Database& db, const fleet::WorkerState& worker) {
     const auto failed_here = fleet::tasks_failed_in_domain(db, worker.failure_domain);
     // The queue is read in fleet order only until `limit` tasks are found.
     store::visit_queued_tasks_in_fleet_order(db, [&](const store::TaskRow& row) {
@@ -80,7 +66,27 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
       }
       return tasks.size() < limit;
     });
+  };
+  // Polling is the worker's liveness signal, and the only write a poll makes. It is recorded
+  // at most once per kLivenessGranularity: liveness is judged over worker_online_window, and an
+  // fsync'd commit on every poll would cap the fleet's polls at the disk's commit rate. Between
+  // two records, one read transaction checks the worker and offers the tasks.
+  bool offered = false;
+  db_.read([&](SQLite::Database& db) {
+    const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
+    if (now - worker.last_seen >= kLivenessGranularity || now < worker.last_seen) return;
+    offer(db, worker);
+    offered = true;
   });
+  if (!offered) {
+    db_.write([&](SQLite::Database& db) {
+      own_worker(fleet::load_worker(db, worker_id, now), agent);
+      touch_worker(db, worker_id, now);
+    });
+    db_.read([&](SQLite::Database& db) {
+      offer(db, own_worker(fleet::load_worker(db, worker_id, now), agent));
+    });
+  }
   for (auto& view : deferred) {
     if (tasks.size() >= limit) break;
     tasks.push_back(std::move(view));

@@ -249,9 +249,13 @@ nlohmann::json view_of(const store::TaskRow& row) {
   view["priority"] = row.priority;
   view["required_capabilities"] =
       parse_column(row.required_capabilities_json, nlohmann::json::array());
-  view["execution_digest"] = view["metadata"]
-                                 .value("execution", nlohmann::json::object())
-                                 .value("execution_digest", nlohmann::json());
+  // Looked up, not copied out with value(): the envelope is most of the view.
+  nlohmann::json digest;
+  const auto& metadata = view["metadata"];
+  if (const auto execution = metadata.find("execution"); execution != metadata.end()) {
+    digest = execution->value("execution_digest", nlohmann::json());
+  }
+  view["execution_digest"] = digest;
   view["result"] = parse_column(row.result_json, nlohmann::json());
   view["verification"] = parse_column(row.verification_json, nlohmann::json());
   view["created_at"] = null_if_empty(row.created_at);
