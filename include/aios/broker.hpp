@@ -9,10 +9,10 @@
 // failed/). The broker never holds a task token, lease or writer lease, and neither reads nor
 // judges the worktree: the worker inspects git state itself afterwards.
 //
-// Two backend protocols: `runtime-result` (the backend reads the request JSON on stdin and
-// prints one runtime-result.v1 object) and `openclaw-agent-exec` (the broker renders the
-// request as a prompt on stdin for `openclaw agent exec --message-file - --json` and turns its
-// JSON envelope into a runtime-result.v1).
+// Three backend protocols: `runtime-result` (the backend reads the request JSON on stdin and
+// prints one runtime-result.v1 object), `openclaw-agent-exec` and `codex-exec` (the broker
+// renders the request as a prompt on stdin for `openclaw agent exec --message-file - --json` or
+// `codex exec --json -`, and turns the CLI's JSON account of the turn into a runtime-result.v1).
 
 #include <chrono>
 #include <filesystem>
@@ -40,11 +40,13 @@ inline const std::filesystem::path kDefaultWorktreeRoot =
 inline constexpr std::size_t kMaxVerificationRequests = 32;
 inline constexpr std::size_t kMaxSummaryBytes = 16 * 1024;
 inline constexpr std::size_t kMaxEvidenceBytes = 32 * 1024;
+// Commands of a Codex turn kept in the evidence; each is cut to 512 bytes.
+inline constexpr std::size_t kMaxEvidenceCommands = 16;
 
 // ^[a-z][a-z0-9_-]{2,31}$: the name of a backend and of its configuration file.
 bool is_backend_name(std::string_view name);
 
-enum class Protocol { runtime_result, openclaw_agent_exec };
+enum class Protocol { runtime_result, openclaw_agent_exec, codex_exec };
 
 // A backend: the executor's profile rules (allowlisted executable, no shell, no secret
 // argument, a non-secret fixed environment, provider-only credential projection, timeout and
@@ -72,14 +74,19 @@ nlohmann::json validate_request(const nlohmann::json& value);
 // string values of evidence redacted and bounded. RUNTIME_BROKER_RESULT_MALFORMED otherwise.
 nlohmann::json parse_runtime_result(std::string_view stdout_text);
 
-// The prompt an OpenClaw agent turn gets for `request`.
-std::string render_openclaw_prompt(const nlohmann::json& request);
+// The prompt an OpenClaw or Codex agent turn gets for `request`.
+std::string render_agent_prompt(const nlohmann::json& request);
 
 // A runtime-result.v1 from `openclaw agent exec --json` output: a final answer that is itself
 // a runtime-result.v1 object is taken as it is; any other successful turn is COMPLETED with
 // the final text as summary; an unsuccessful one is FAILED. RUNTIME_BROKER_RESULT_MALFORMED
 // when the output is not OpenClaw's JSON envelope.
 nlohmann::json openclaw_runtime_result(std::string_view stdout_text);
+
+// The same from `codex exec --json` output (JSONL events): the last agent_message is the final
+// answer; a turn.failed or error event, or no turn.completed, is FAILED; the turn's commands and
+// usage go into the evidence. RUNTIME_BROKER_RESULT_MALFORMED when a line is not an event.
+nlohmann::json codex_runtime_result(std::string_view stdout_text);
 
 struct BrokerOptions {
   std::filesystem::path config_root = kDefaultConfigRoot;

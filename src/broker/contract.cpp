@@ -159,7 +159,7 @@ json parse_runtime_result(std::string_view stdout_text) {
   return result_of(value);
 }
 
-std::string render_openclaw_prompt(const json& request) {
+std::string render_agent_prompt(const json& request) {
   std::string prompt =
       "You are the engineering backend of an AIOS task. Your working directory is a "
       "disposable git worktree of the repository at commit " +
@@ -189,6 +189,43 @@ std::string render_openclaw_prompt(const json& request) {
   return prompt;
 }
 
+namespace {
+
+// The runtime-result.v1 of one agent CLI turn: a final answer that is itself a runtime-result.v1
+// is taken as it is; another successful turn is COMPLETED with the final text as summary; a
+// failed one is FAILED with `failure` as summary. The CLI's own account of the turn goes into
+// the evidence under `cli` either way.
+json turn_result(const std::string& cli, const json& account,
+                 const std::optional<std::string>& failure, const std::string& final_text) {
+  const json evidence = {{cli, account}};
+  if (failure) {
+    return result_of({{"schema", kRuntimeResultSchema},
+                      {"status", "FAILED"},
+                      {"summary", *failure},
+                      {"evidence", evidence}});
+  }
+  if (const auto answer = embedded_object(final_text);
+      answer && answer->value("schema", json()) == json(kRuntimeResultSchema)) {
+    json result = result_of(*answer);
+    result["evidence"][cli] = sanitized(account);
+    return result;
+  }
+  return result_of({{"schema", kRuntimeResultSchema},
+                    {"status", "COMPLETED"},
+                    {"summary", final_text},
+                    {"evidence", evidence}});
+}
+
+std::string message_of(const json& error) {
+  if (error.is_string()) return error.get<std::string>();
+  if (error.is_object() && error.contains("message") && error["message"].is_string()) {
+    return error["message"].get<std::string>();
+  }
+  return error.dump();
+}
+
+}  // namespace
+
 json openclaw_runtime_result(std::string_view stdout_text) {
   const json value = json::parse(python_strip(stdout_text), nullptr, false);
   if (value.is_discarded() || !value.is_object() || !value.contains("ok") ||
@@ -196,31 +233,67 @@ json openclaw_runtime_result(std::string_view stdout_text) {
     malformed("not an OpenClaw agent exec JSON envelope");
   }
   const json tools = value.value("toolSummary", json::object());
-  json evidence = {{"openclaw",
-                    {{"status", value.value("status", json())},
-                     {"model", value.value("model", json())},
-                     {"provider", value.value("provider", json())},
-                     {"tool_calls", tools.is_object() ? tools.value("calls", json()) : json()},
-                     {"tools", tools.is_object() ? tools.value("tools", json()) : json()}}}};
+  const json account = {{"status", value.value("status", json())},
+                        {"model", value.value("model", json())},
+                        {"provider", value.value("provider", json())},
+                        {"tool_calls", tools.is_object() ? tools.value("calls", json()) : json()},
+                        {"tools", tools.is_object() ? tools.value("tools", json()) : json()}};
+  std::optional<std::string> failure;
   if (value["ok"] != true || value.value("status", json()) != "ok") {
-    const auto error = value.value("error", json());
-    return result_of({{"schema", kRuntimeResultSchema},
-                      {"status", "FAILED"},
-                      {"summary", error.is_string() ? error.get<std::string>() : error.dump()},
-                      {"evidence", evidence}});
+    failure = message_of(value.value("error", json()));
   }
   const auto final_value = value.value("final", json());
-  const std::string final_text = final_value.is_string() ? final_value.get<std::string>() : "";
-  if (const auto answer = embedded_object(final_text);
-      answer && answer->value("schema", json()) == json(kRuntimeResultSchema)) {
-    json result = result_of(*answer);
-    result["evidence"]["openclaw"] = sanitized(evidence["openclaw"]);
-    return result;
+  return turn_result("openclaw", account, failure,
+                     final_value.is_string() ? final_value.get<std::string>() : "");
+}
+
+json codex_runtime_result(std::string_view stdout_text) {
+  json commands = json::array();
+  json account = {{"thread_id", json()}, {"usage", json()}};
+  std::string final_text;
+  std::optional<std::string> failure;
+  bool completed = false;
+  bool any = false;
+  for (std::size_t start = 0; start < stdout_text.size();) {
+    auto end = stdout_text.find('\n', start);
+    if (end == std::string_view::npos) end = stdout_text.size();
+    const auto line = python_strip(stdout_text.substr(start, end - start));
+    start = end + 1;
+    if (line.empty()) continue;
+    const json event = json::parse(line, nullptr, false);
+    if (event.is_discarded() || !event.is_object() || !event.contains("type") ||
+        !event["type"].is_string()) {
+      malformed("not Codex exec --json events");
+    }
+    any = true;
+    const auto& type = event["type"].get_ref<const std::string&>();
+    if (type == "thread.started") {
+      account["thread_id"] = event.value("thread_id", json());
+    } else if (type == "turn.completed") {
+      completed = true;
+      account["usage"] = event.value("usage", json());
+    } else if (type == "turn.failed") {
+      failure = message_of(event.value("error", json()));
+    } else if (type == "error") {
+      failure = message_of(event.value("message", json()));
+    } else if (type == "item.completed" && event.contains("item") && event["item"].is_object()) {
+      const auto& item = event["item"];
+      const auto item_type = item.value("type", json());
+      if (item_type == "agent_message" && item.contains("text") && item["text"].is_string()) {
+        final_text = item["text"].get<std::string>();
+      } else if (item_type == "command_execution" && commands.size() < kMaxEvidenceCommands) {
+        const auto command = item.value("command", json());
+        commands.push_back(
+            {{"command",
+              command.is_string() ? json(bounded_text(command.get<std::string>(), 512)) : json()},
+             {"exit_code", item.value("exit_code", json())}});
+      }
+    }
   }
-  return result_of({{"schema", kRuntimeResultSchema},
-                    {"status", "COMPLETED"},
-                    {"summary", final_text},
-                    {"evidence", evidence}});
+  if (!any) malformed("no Codex exec --json events");
+  if (!failure && !completed) failure = "the Codex turn did not complete";
+  account["commands"] = std::move(commands);
+  return turn_result("codex", account, failure, final_text);
 }
 
 }  // namespace aios::broker

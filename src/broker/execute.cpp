@@ -61,6 +61,18 @@ void replace_all(std::string& item, std::string_view marker, const std::string& 
   }
 }
 
+json runtime_result_of(Protocol protocol, std::string_view text) {
+  switch (protocol) {
+    case Protocol::runtime_result:
+      return parse_runtime_result(text);
+    case Protocol::openclaw_agent_exec:
+      return openclaw_runtime_result(text);
+    case Protocol::codex_exec:
+      return codex_runtime_result(text);
+  }
+  throw Error(ErrorCode::INTERNAL_ERROR, "unknown protocol");
+}
+
 json run_backend(const json& request, const Backend& backend, const BrokerOptions& options,
                  const executor::ExecuteOptions& execute) {
   const fs::path worktree = checked_worktree(request, options.worktree_root);
@@ -81,7 +93,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   spec.working_directory = worktree;
   spec.timeout = std::chrono::seconds(profile.timeout_seconds);
   spec.stdin_data = backend.protocol == Protocol::runtime_result ? canonical_json(request)
-                                                                 : render_openclaw_prompt(request);
+                                                                 : render_agent_prompt(request);
   const fs::path home = temporary.path() / "home";
   // git in the backend stops at the worktree and never looks into the directories above it.
   spec.environment = {"PATH=/usr/bin:/usr/local/bin:/bin",
@@ -129,9 +141,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   }
   if (too_large) throw Error(ErrorCode::RUNTIME_BROKER_OUTPUT_TOO_LARGE);
   const std::string text = executor::redact_values(utf8::decode_replace(out), secrets);
-  const json runtime_result = backend.protocol == Protocol::runtime_result
-                                  ? parse_runtime_result(text)
-                                  : openclaw_runtime_result(text);
+  const json runtime_result = runtime_result_of(backend.protocol, text);
   json result = {
       {"schema", kBrokerResultSchema},
       {"request_id", request["request_id"]},
@@ -184,6 +194,8 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
     backend.protocol = Protocol::runtime_result;
   } else if (protocol == "openclaw-agent-exec") {
     backend.protocol = Protocol::openclaw_agent_exec;
+  } else if (protocol == "codex-exec") {
+    backend.protocol = Protocol::codex_exec;
   } else {
     config_invalid("protocol");
   }

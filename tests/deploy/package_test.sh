@@ -66,7 +66,8 @@ done
 for file in usr/lib/tmpfiles.d/aios-agent-task.conf usr/lib/tmpfiles.d/aios-external-agent-runtime.conf \
   usr/lib/sysusers.d/aios-online-agent-runtime.conf etc/aios/external-agent-runtime.d/openclaw.profile.json \
   etc/aios/external-agent-runtime.d/hermes.profile.json usr/share/doc/aios-online-agent-runtime/operations.md \
-  usr/share/doc/aios-online-agent-runtime/examples/agent-runtime-openclaw.conf.example; do
+  usr/share/doc/aios-online-agent-runtime/examples/agent-runtime-openclaw.conf.example \
+  usr/share/doc/aios-online-agent-runtime/examples/agent-runtime-codex.conf.example; do
   [ -f "$root/$file" ] || fail "missing /$file"
 done
 

@@ -1,10 +1,12 @@
 // The engineering runtime contract's documents and the worker's own checks, without daemons:
-// runtime-request.v1 and runtime-result.v1 validation, OpenClaw's envelope mapped onto the
-// result, the engineering envelope rules, the verification allowlist and the secret patterns.
+// runtime-request.v1 and runtime-result.v1 validation, the shipped backend configurations,
+// OpenClaw's envelope and Codex's events mapped onto the result, the engineering envelope
+// rules, the verification allowlist and the secret patterns.
 #include <gtest/gtest.h>
 
 #include "aios/broker.hpp"
 #include "aios/envelope.hpp"
+#include "support/daemon.hpp"
 #include "worker/engineering.hpp"
 
 namespace aios::broker {
@@ -136,10 +138,98 @@ TEST(OpenClawResult, TakesAnEmbeddedResultOrFallsBackToTheFinalText) {
             "RUNTIME_BROKER_RESULT_MALFORMED");
 }
 
-TEST(OpenClawPrompt, CarriesTheTaskAndTheContractNotTheWorktreePath) {
+// Each shipped example loads once its executable exists, under the executor's profile rules.
+TEST(BackendConfig, ShippedExamplesLoadAndKeepTheProfileRules) {
+  const test::ScopedTempDir dir("aios-backend-config");
+  const auto load = [&](json config) {
+    config["argv"][0] = "/usr/bin/true";
+    const auto backend = config.at("backend").get<std::string>();
+    test::write_text_file(dir.path() / ("agent-runtime-" + backend + ".conf"), config.dump());
+    return load_backend(backend, dir.path(), {"/usr/bin"});
+  };
+  const std::filesystem::path examples = std::string(AIOS_SOURCE_DIR) + "/config";
+  const auto codex =
+      json::parse(test::read_text_file(examples / "agent-runtime-codex.conf.example"));
+  const auto openclaw =
+      json::parse(test::read_text_file(examples / "agent-runtime-openclaw.conf.example"));
+  EXPECT_EQ(load(codex).protocol, Protocol::codex_exec);
+  EXPECT_EQ(load(codex).profile.timeout_seconds, 1800);
+  EXPECT_EQ(load(openclaw).protocol, Protocol::openclaw_agent_exec);
+
+  // Codex's short -c is a shell word to the profile rules; the examples spell it --config.
+  auto shell_word = codex;
+  shell_word["argv"][15] = "-c";
+  EXPECT_EQ(code_of([&] { load(shell_word); }), "EXTERNAL_AGENT_SHELL_MODE_DENY");
+  auto unknown = codex;
+  unknown["protocol"] = "codex-app-server";
+  EXPECT_EQ(code_of([&] { load(unknown); }), "RUNTIME_BROKER_BACKEND_CONFIG_INVALID");
+  auto secret = codex;
+  secret["environment"] = {{"CODEX_API_KEY", "sk-inline"}};
+  EXPECT_EQ(code_of([&] { load(secret); }), "EXTERNAL_AGENT_PROFILE_SECRET_ENV_DENY");
+}
+
+// `codex exec --json` events as Codex 0.171 prints them for a turn that edits a file.
+std::string codex_turn(const std::string& final_text, const std::string& end) {
+  const std::vector<json> events = {
+      {{"type", "thread.started"}, {"thread_id", "01a22d31"}},
+      {{"type", "item.completed"},
+       {"item", {{"id", "item_0"}, {"type", "error"}, {"message", "Model metadata not found"}}}},
+      {{"type", "turn.started"}},
+      {{"type", "item.completed"},
+       {"item",
+        {{"id", "item_1"},
+         {"type", "command_execution"},
+         {"command", "/bin/bash -lc \"printf x > base.txt\""},
+         {"exit_code", 0},
+         {"status", "completed"}}}},
+      {{"type", "item.completed"},
+       {"item", {{"id", "item_2"}, {"type", "agent_message"}, {"text", final_text}}}},
+      json::parse(end)};
+  std::string text;
+  for (const auto& event : events) text += event.dump() + "\n";
+  return text;
+}
+
+TEST(CodexResult, MapsTheTurnsEventsAndFailsWhatDidNotComplete) {
+  const std::string completed = R"({"type":"turn.completed","usage":{"input_tokens":20}})";
+  const auto plain = codex_runtime_result(codex_turn("I rewrote base.txt.", completed));
+  EXPECT_EQ(plain.at("status"), "COMPLETED");
+  EXPECT_EQ(plain.at("summary"), "I rewrote base.txt.");
+  const auto& account = plain.at("evidence").at("codex");
+  EXPECT_EQ(account.at("thread_id"), "01a22d31");
+  EXPECT_EQ(account.at("usage").at("input_tokens"), 20);
+  ASSERT_EQ(account.at("commands").size(), 1U);
+  EXPECT_EQ(account.at("commands").at(0).at("exit_code"), 0);
+
+  const json answer = {{"schema", "aios.online-agent.runtime-result.v1"},
+                       {"status", "BLOCKED"},
+                       {"summary", "needs a decision"}};
+  const auto embedded =
+      codex_runtime_result(codex_turn("```json\n" + answer.dump() + "\n```", completed));
+  EXPECT_EQ(embedded.at("status"), "BLOCKED");
+  EXPECT_EQ(embedded.at("summary"), "needs a decision");
+  EXPECT_EQ(embedded.at("evidence").at("codex").at("thread_id"), "01a22d31");
+
+  const auto failed = codex_runtime_result(
+      codex_turn("partial", R"({"type":"turn.failed","error":{"message":"model unavailable"}})"));
+  EXPECT_EQ(failed.at("status"), "FAILED");
+  EXPECT_EQ(failed.at("summary"), "model unavailable");
+  const auto unfinished = codex_runtime_result(codex_turn("partial", R"({"type":"turn.started"})"));
+  EXPECT_EQ(unfinished.at("status"), "FAILED");
+  EXPECT_EQ(unfinished.at("summary"), "the Codex turn did not complete");
+
+  for (const std::string& text :
+       std::vector<std::string>{"", "\n\n", "I changed things\n", "{\"no_type\": 1}\n",
+                                codex_turn("x", completed) + "not json\n"}) {
+    EXPECT_EQ(code_of([&] { codex_runtime_result(text); }), "RUNTIME_BROKER_RESULT_MALFORMED")
+        << text;
+  }
+}
+
+TEST(AgentPrompt, CarriesTheTaskAndTheContractNotTheWorktreePath) {
   auto value = request();
   value["success_criteria"] = {{{"id", "c1"}, {"description", "tests pass"}}};
-  const auto prompt = render_openclaw_prompt(value);
+  const auto prompt = render_agent_prompt(value);
   EXPECT_NE(prompt.find("Fix the bug"), std::string::npos);
   EXPECT_NE(prompt.find("- c1: tests pass"), std::string::npos);
   EXPECT_NE(prompt.find("aios.online-agent.runtime-result.v1"), std::string::npos);

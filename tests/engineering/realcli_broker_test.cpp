@@ -1,9 +1,10 @@
-// The engineering broker with the real OpenClaw CLI: `openclaw agent exec --message-file -
-// --cwd <worktree> --model openai/gpt-6-luna --auth-env-only --timeout <s> --json` (the seed's
-// command line, checked against the installed CLI's --help) against a fake OpenAI-compatible
-// server on 127.0.0.1 whose scripted reply is a tool call that writes a file. First the broker's
+// The engineering broker with the real agent CLIs against a fake OpenAI-compatible server on
+// 127.0.0.1 whose scripted reply is a tool call that writes a file: OpenClaw through `openclaw
+// agent exec --message-file - --cwd <worktree> --model openai/gpt-6-luna --auth-env-only
+// --timeout <s> --json` (the seed's command line, checked against the installed CLI's --help)
+// and Codex through `codex exec --json --ephemeral -C <worktree> -`. For each, first the broker's
 // self-test, then a whole engineering task through the scheduler, the broker and the worker.
-// Node 24 and OpenClaw come from npm through scripts/install-realcli, cached between runs.
+// Node 24, OpenClaw and Codex come from npm through scripts/install-realcli, cached between runs.
 #include <gtest/gtest.h>
 
 #include "engineering/engineering_fixture.hpp"
@@ -31,29 +32,79 @@ FakeProvider make_provider(const std::filesystem::path& dir) {
   return provider;
 }
 
-// The backend configuration an operator writes for OpenClaw (config/
-// agent-runtime-openclaw.conf.example), pointed at the installed CLI and the fake model.
-json openclaw_backend(const test::RealCli& cli, std::uint16_t port) {
-  return {
-      {"schema", "aios.agent-runtime-broker.backend.v1"},
-      {"backend", "openclaw"},
-      {"protocol", "openclaw-agent-exec"},
-      {"argv",
-       {(cli.node_root / "bin" / "node").string(), (cli.openclaw_root / "openclaw.mjs").string(),
-        "agent", "exec", "--message-file", "-", "--cwd", "{worktree}", "--model",
-        "openai/gpt-6-luna", "--auth-env-only", "--timeout", "{timeout_seconds}", "--json"}},
-      {"timeout_seconds", 120},
-      {"environment",
-       {{"OPENAI_BASE_URL", "http://127.0.0.1:" + std::to_string(port) + "/v1"},
-        {"NODE_COMPILE_CACHE", cli.compile_cache.string()}}},
-      {"credential_env",
-       {{"OPENAI_API_KEY",
-         {{"credential", "aios-external-agent-oneapi-env"},
-          {"format", "dotenv"},
-          {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
+// The backend configuration an operator writes (config/agent-runtime-<backend>.conf.example),
+// pointed at the installed CLI and the fake model on `port`.
+json backend_config(const std::string& backend, const test::RealCli& cli, std::uint16_t port) {
+  const std::string base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  json config = {{"schema", "aios.agent-runtime-broker.backend.v1"},
+                 {"backend", backend},
+                 {"timeout_seconds", 120},
+                 {"credential_env",
+                  {{"OPENAI_API_KEY",
+                    {{"credential", "aios-external-agent-oneapi-env"},
+                     {"format", "dotenv"},
+                     {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
+  if (backend == "codex") {
+    config["protocol"] = "codex-exec";
+    config["argv"] = {cli.codex_binary().string(),
+                      "exec",
+                      "--json",
+                      "--ephemeral",
+                      "--ignore-user-config",
+                      "-C",
+                      "{worktree}",
+                      "-m",
+                      "fake-model",
+                      "--config",
+                      "model_provider=\"aios\"",
+                      "--config",
+                      "model_providers.aios.name=\"aios\"",
+                      "--config",
+                      "model_providers.aios.base_url=\"" + base_url + "\"",
+                      "--config",
+                      "model_providers.aios.env_key=\"OPENAI_API_KEY\"",
+                      "--config",
+                      "model_providers.aios.wire_api=\"responses\"",
+                      "--config",
+                      "approval_policy=\"never\"",
+                      "--config",
+                      "sandbox_mode=\"danger-full-access\"",
+                      "--config",
+                      "check_for_update_on_startup=false",
+                      "--config",
+                      "analytics.enabled=false",
+                      "--disable",
+                      "plugins",
+                      "--disable",
+                      "remote_plugin",
+                      "--disable",
+                      "apps",
+                      "-"};
+    config["environment"] = json::object();
+    return config;
+  }
+  config["protocol"] = "openclaw-agent-exec";
+  config["argv"] = {(cli.node_root / "bin" / "node").string(),
+                    (cli.openclaw_root / "openclaw.mjs").string(),
+                    "agent",
+                    "exec",
+                    "--message-file",
+                    "-",
+                    "--cwd",
+                    "{worktree}",
+                    "--model",
+                    "openai/gpt-6-luna",
+                    "--auth-env-only",
+                    "--timeout",
+                    "{timeout_seconds}",
+                    "--json"};
+  config["environment"] = {{"OPENAI_BASE_URL", base_url},
+                           {"NODE_COMPILE_CACHE", cli.compile_cache.string()}};
+  return config;
 }
 
-std::vector<std::string> executable_roots(const test::RealCli& cli) {
+std::vector<std::string> executable_roots(const std::string& backend, const test::RealCli& cli) {
+  if (backend == "codex") return {"--executable-root", cli.codex_root.string()};
   return {"--executable-root", cli.node_root.string(), "--executable-root",
           cli.openclaw_root.string()};
 }
@@ -61,7 +112,10 @@ std::vector<std::string> executable_roots(const test::RealCli& cli) {
 const std::string kLsanOptions =
     "LSAN_OPTIONS=suppressions=" + std::string(AIOS_SOURCE_DIR) + "/tests/engineering/lsan.supp";
 
-TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
+class RealCliBroker : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RealCliBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
+  const auto& backend = GetParam();
   const auto cli = test::install_realcli();
   const test::ScopedTempDir dir("aios-broker-realcli");
   const auto provider = make_provider(dir.path());
@@ -75,8 +129,8 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
   const auto config = dir.path() / "config";
   const auto temporary = dir.path() / "tmp";
   for (const auto& path : {config, temporary}) std::filesystem::create_directories(path);
-  test::write_text_file(config / "agent-runtime-openclaw.conf",
-                        openclaw_backend(cli, port).dump(2));
+  test::write_text_file(config / ("agent-runtime-" + backend + ".conf"),
+                        backend_config(backend, cli, port).dump(2));
 
   std::string out;
   std::string err;
@@ -84,10 +138,10 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
   spec.argv = {test::daemon_binary("aios-external-agent-executor").string(),
                "--broker",
                "--self-test",
-               "openclaw",
+               backend,
                "--config-root",
                config.string()};
-  const auto roots = executable_roots(cli);
+  const auto roots = executable_roots(backend, cli);
   spec.argv.insert(spec.argv.end(), roots.begin(), roots.end());
   spec.environment = {"PATH=/usr/bin:/bin",
                       "CREDENTIALS_DIRECTORY=" + provider.credentials.string(),
@@ -100,7 +154,7 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
   ASSERT_EQ(outcome.exit_code, 0) << out << err << server.log();
 
   const auto report = json::parse(out);
-  EXPECT_EQ(report.at("backend"), "openclaw");
+  EXPECT_EQ(report.at("backend"), backend);
   EXPECT_EQ(report.at("head_oid"), report.at("base_oid"));
   EXPECT_EQ(report.at("changed_files"), json({"SELFTEST.md"}));
   EXPECT_EQ(report.at("runtime_result").at("status"), "COMPLETED") << report.dump();
@@ -114,13 +168,15 @@ TEST(RealOpenClawBroker, SelfTestSeesTheWorktreeChangedWithHeadAtTheBase) {
   EXPECT_TRUE(std::filesystem::is_empty(temporary));
 }
 
-using RealOpenClawEngineering = EngineeringTest;
+class RealCliEngineering : public EngineeringTest,
+                           public ::testing::WithParamInterface<std::string> {};
 
-TEST_F(RealOpenClawEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
-  // Given the broker running the real OpenClaw CLI and a model whose reply is a tool call that
+TEST_P(RealCliEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
+  // Given the broker running the real agent CLI and a model whose reply is a tool call that
   // rewrites docs/BASE.md, an engineering task should go from creation to SUCCEEDED with one
   // governed commit whose diff against the base is that edit, and the provider key should reach
   // only the model.
+  const auto& backend = GetParam();
   const auto cli = test::install_realcli();
   const auto provider = make_provider(dir());
   const std::string edit = "rewritten by the fake model " + test::random_token(8);
@@ -129,12 +185,12 @@ TEST_F(RealOpenClawEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
                                                            "--reply", "I rewrote docs/BASE.md."}),
                       dir(), "fake-openai");
   const auto port = server.start();
-  serve_backend(openclaw_backend(cli, port), executable_roots(cli),
+  serve_backend(backend_config(backend, cli, port), executable_roots(backend, cli),
                 {"CREDENTIALS_DIRECTORY=" + provider.credentials.string(), kLsanOptions});
 
-  const std::string task_id = "task-eng-openclaw";
-  create_task(engineering_task(task_id, "agent/" + task_id, "openclaw"));
-  auto& worker = make_engineering_worker("eng-openclaw", "openclaw");
+  const std::string task_id = "task-eng-" + backend;
+  create_task(engineering_task(task_id, "agent/" + task_id, backend));
+  auto& worker = make_engineering_worker("eng-" + backend, backend);
   worker.options().ready_timeout = std::chrono::minutes(3);
   worker.start();
   ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(30))) << worker.log();
@@ -161,6 +217,9 @@ TEST_F(RealOpenClawEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
   verify(task_id, "PASS");
   EXPECT_EQ(task(task_id).at("status"), "SUCCEEDED");
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RealCliBroker, ::testing::Values("openclaw", "codex"));
+INSTANTIATE_TEST_SUITE_P(Backends, RealCliEngineering, ::testing::Values("openclaw", "codex"));
 
 }  // namespace
 }  // namespace aios::engineering_test

