@@ -5,13 +5,18 @@
           against GET /health of the same scheduler (the HTTP floor)
   memory  VmRSS of each of the four daemons idle, and VmRSS/VmHWM of the scheduler under the
           poll load
+  rebind  (with --seed) our rebind service and the seed's Python one on the same database and
+          Bridge: the validation path, and complete successful rebinds of fresh tasks
 
 Prints one JSON object on stdout; scripts/bench turns it into docs/performance.md. Every
 daemon listens on loopback, on an ephemeral port, with its state in a temporary directory.
 """
 import argparse
+import concurrent.futures
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -71,11 +76,14 @@ class Suite:
 
 def call(port, token, method, path, body):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
-                                     data=json.dumps(body).encode())
+                                     data=None if body is None else json.dumps(body).encode())
     request.add_header("Authorization", "Bearer " + token)
     request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise RuntimeError(f"{method} {path}: {error.code} {error.read()[:300]!r}") from None
 
 
 def task_template():
@@ -108,21 +116,49 @@ class Load:
         return report
 
 
-# The seed's rebind service imports a module the seed does not ship; this stand-in is enough
-# for the import and the paths measured here (request validation and the task lookup), which
-# never call it.
+# The seed's rebind service imports aios_online_agent_execution, of which the seed ships only a
+# diff. This stand-in does what the rebind path relies on it for, as the real module's
+# validation ends: the envelope is an object whose execution_digest is the sha256 of its
+# canonical JSON without that field, and the new one is bound to the old one's task. It checks
+# less than the real module (no per-field rules), which favours the seed in the comparison.
 STAND_IN = '''"""Stand-in for the seed's aios_online_agent_execution (bench only)."""
+import hashlib
+import json
+
+BINDING_FIELDS = ("task_id", "job_id", "repository", "base_oid", "expected_branch_oid",
+                  "target_branch", "branch_mode", "generation", "idempotency_key")
 
 
 class GovernedExecutionBinding:
+    def __init__(self, fields):
+        self.fields = fields
+        self.task_id, self.job_id = fields["task_id"], fields["job_id"]
+
     @classmethod
     def from_mapping(cls, value):
-        raise NotImplementedError("not part of the measured path")
+        if not all(name in value for name in BINDING_FIELDS):
+            raise ValueError("BINDING_INVALID")
+        return cls({name: value[name] for name in BINDING_FIELDS})
+
+    def __eq__(self, other):
+        return isinstance(other, GovernedExecutionBinding) and self.fields == other.fields
 
 
 def validate_execution_envelope(value, binding=None):
-    raise NotImplementedError("not part of the measured path")
+    if not isinstance(value, dict):
+        raise ValueError("EXECUTION_ENVELOPE_INVALID")
+    body = {key: item for key, item in value.items() if key != "execution_digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if value.get("execution_digest") != hashlib.sha256(canonical.encode("utf-8")).hexdigest():
+        raise ValueError("EXECUTION_DIGEST_MISMATCH")
+    if binding is not None and GovernedExecutionBinding.from_mapping(value) != binding:
+        raise ValueError("EXECUTION_BINDING_MISMATCH")
+    return dict(value)
 '''
+
+# The owner's deterministic plan registered with the Bridge for each rebound task, as
+# tests/rebind/daemon_bridge_test.cpp registers it.
+WRITE_SCOPE = ["git.read", "git.test", "governed.write.branch", "governed.write.file"]
 
 
 def rebind_body():
@@ -145,9 +181,93 @@ def status_of(port, token, path, body):
         return error.code, json.loads(error.read() or b"{}")
 
 
-def measure_rebind(args, load, state, ours_port, bridge_port, runs, seconds, clients):
-    """The validation path of both rebind services: a well-formed rebind of a task that does
-    not exist, answered after authentication, request validation and the task lookup."""
+def canonical_sha(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def returned_task(port, bridge_port, control, agent_token, task_id):
+    """A source_capture task run once and sent back by NEEDS_REWORK (QUEUED, attempt 1), with
+    its deterministic plan registered: the rebind's one request line, `PATH<TAB>BODY`."""
+    binding = {"task_id": task_id, "job_id": "job-" + task_id, "repository": "aios/bench",
+               "base_oid": OID, "expected_branch_oid": OID, "target_branch": "agent/" + task_id,
+               "branch_mode": "CREATE_NEW", "generation": 1,
+               "idempotency_key": task_id + "-binding"}
+    view = call(port, control, "POST", "/v1/tasks", {
+        "task_id": task_id, "goal": "Benchmark rebind.", "binding": binding,
+        "execution": {"action": "source_capture", "adapter": "source_capture",
+                      "capability_scope": ["git.read"]}})
+    lease = call(port, agent_token, "POST", f"/v1/tasks/{task_id}/claim", {
+        "worker_id": "bench-rebinder", "expected_revision": view["revision"],
+        "execution_digest": view["execution_digest"]})
+    call(port, agent_token, "POST", f"/v1/tasks/{task_id}/result", {
+        "lease_token": lease["lease_token"], "attempt": lease["attempt"],
+        "execution_digest": view["execution_digest"], "idempotency_key": task_id + "-result",
+        "result": {"summary": "read"}})
+    revision = call(port, control, "GET", f"/v1/tasks/{task_id}", None)["revision"]
+    call(port, control, "POST", f"/v1/tasks/{task_id}/verification", {
+        "expected_revision": revision, "decision": "NEEDS_REWORK", "reason": "bench"})
+    plan = call(bridge_port, control, "POST", "/v2/plans", {
+        "task_id": task_id, "capability_scope": WRITE_SCOPE,
+        "change_set": [{"path": "docs/NOTE.md", "operation": "write_file",
+                        "content": "rebound\n"}]})
+    view = call(port, control, "GET", f"/v1/tasks/{task_id}", None)
+    body = {"expected_status": view["status"], "expected_revision": view["revision"],
+            "expected_attempt": view["attempt"],
+            "previous_verification_sha256": canonical_sha(view["verification"]),
+            "expected_old_execution_digest": view["execution_digest"],
+            "expected_new_execution_digest": plan["execution_digest"],
+            "authorization_id": "bench-rebind", "idempotency_key": task_id + "-rebind",
+            "reason": "bench"}
+    return f"/v1/tasks/{task_id}/execution-rebind\t{json.dumps(body)}"
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_complete_rebinds(load, state, port, bridge_port, services, runs, count, clients):
+    """Complete successful rebinds (201) by each service (name: (port, pid)), `count` fresh
+    returned tasks per run: requests/s over the run, each request its own task, and the
+    service's own CPU time per rebind."""
+    control = (state / "control.token").read_text()
+    agent = call(port, control, "POST", "/v1/agents",
+                 {"agent_id": "bench-rebind-agent", "granted_capabilities": WRITE_SCOPE})
+    (state / "rebind-agent.token").write_text(agent["token"])
+    call(port, agent["token"], "POST", "/v1/workers/register",
+         {"worker_id": "bench-rebinder", "capabilities": ["git.read"],
+          "allowed_adapters": ["source_capture"], "max_concurrency": 8})
+    rates = {name: [] for name in services}
+    cpu = {name: 0.0 for name in services}
+    prepared = 0
+    started = time.monotonic()
+    for run in range(runs):
+        for name, (service_port, pid) in services.items():
+            ids = [f"bench-rebind-{name}-{run}-{i}" for i in range(count)]
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                lines = list(pool.map(lambda task_id: returned_task(
+                    port, bridge_port, control, agent["token"], task_id), ids))
+            prepared += len(lines)
+            (state / "rebinds.txt").write_text("\n".join(lines) + "\n")
+            before = cpu_seconds(pid)
+            report = load.run(service_port, "--method", "POST", "--threads", clients,
+                              "--requests-file", str(state / "rebinds.txt"), "--expect", "201",
+                              token_file=state / "control.token")
+            cpu[name] += cpu_seconds(pid) - before
+            rates[name].append(report["per_second"])
+    return {name: {"status": 201, "per_second": statistics.median(values), "runs": values,
+                   "cpu_ms_per_rebind": 1000 * cpu[name] / (runs * count)}
+            for name, values in rates.items()} | {
+        "tasks_per_run": count, "prepared_per_second": prepared / (time.monotonic() - started)}
+
+
+def measure_rebind(args, load, state, port, ours_port, ours_pid, bridge_port, runs, seconds,
+                   clients):
+    """Both rebind services on the same database and Bridge: the validation path (a
+    well-formed rebind of a task that does not exist, answered after authentication, request
+    validation and the task lookup) and complete successful rebinds of fresh tasks."""
     seed_dir = state / "seed"
     seed_dir.mkdir()
     script = subprocess.run([sys.executable, str(Path(__file__).with_name("extract_seed.py")),
@@ -179,15 +299,19 @@ def measure_rebind(args, load, state, ours_port, bridge_port, runs, seconds, cli
         token = (state / "control.token").read_text()
         path = "/v1/tasks/bench-missing-task/execution-rebind"
         result = {}
-        for name, port in (("ours", ours_port), ("seed", seed_port)):
-            status, answer = status_of(port, token, path, rebind_body())
-            rates = [load.run(port, "--method", "POST", "--path", path, "--threads", clients,
+        for name, service_port in (("ours", ours_port), ("seed", seed_port)):
+            status, answer = status_of(service_port, token, path, rebind_body())
+            rates = [load.run(service_port, "--method", "POST", "--path", path, "--threads", clients,
                               "--seconds", seconds, "--expect", str(status),
                               token_file=state / "control.token",
                               body=rebind_body())["per_second"] for _ in range(runs)]
             result[name] = {"status": status, "error": answer.get("error"),
                             "per_second": statistics.median(rates), "runs": rates}
-        return {"validation_path": result}
+        complete = measure_complete_rebinds(
+            load, state, port, bridge_port,
+            {"ours": (ours_port, ours_pid), "seed": (seed_port, seed.pid)}, 3 if runs > 1 else 1,
+            300 if runs > 1 else 8, clients)
+        return {"validation_path": result, "complete": complete}
     finally:
         seed.send_signal(signal.SIGTERM)
         try:
@@ -212,8 +336,18 @@ def hot_symbols(load, port, pid, state, body, clients, path="/v1/tasks/poll",
     report = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--stdio",
                              "--percent-limit", "2", "-g", "none", "--sort", "dso,symbol"],
                             capture_output=True, text=True).stdout
-    return [" ".join(line.split()) for line in report.splitlines()
+    return [short_symbol(" ".join(line.split())) for line in report.splitlines()
             if line.strip() and not line.lstrip().startswith("#")][:12]
+
+
+def short_symbol(line):
+    """A profile line with template arguments dropped (nlohmann's run to a kilobyte)."""
+    line = line.replace("nlohmann::json_abi_v3_11_2::", "nlohmann::")
+    while True:
+        shorter = re.sub(r"<[^<>]*>", "\N{HORIZONTAL ELLIPSIS}", line)
+        if shorter == line:
+            return line.replace("\N{HORIZONTAL ELLIPSIS}", "<…>").removesuffix(" - -")
+        line = shorter
 
 
 def main():
@@ -309,8 +443,8 @@ def main():
                                     "peak_mib": vm(scheduler.pid, "VmHWM"),
                                     "load": f"poll, {queued:,} queued, {clients} clients"})
 
-        rebind_report = measure_rebind(args, load, state, rebind_ready["port"], bridge_port, runs,
-                                       seconds, clients) if args.seed else {}
+        rebind_report = measure_rebind(args, load, state, port, rebind_ready["port"], rebind.pid,
+                                       bridge_port, runs, seconds, clients) if args.seed else {}
         if args.profile and rebind_report:
             rebind_report["profile"] = hot_symbols(
                 load, rebind_ready["port"], rebind.pid, state, rebind_body(), clients,

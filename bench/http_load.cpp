@@ -5,6 +5,8 @@
 //                   --body '{"worker_id":"w"}' --threads 4 --seconds 3
 //   aios-bench-http ... --count 10000 --rotate a,b   (in each body @I@ becomes the request's
 //   index, @T@ the index % 3 and @R@ the index's turn in the --rotate list)
+//   aios-bench-http ... --requests-file F   (one request per line, PATH<TAB>BODY, each sent
+//   once: requests that each need their own target, such as rebinds of fresh tasks)
 //
 // Prints one JSON object: requests, seconds, per_second, errors, first_error. A request is an
 // error when its status is not --expect (default: any 2xx). scripts/bench runs it against the
@@ -54,7 +56,8 @@ int main(int argc, char** argv) {
     const std::string key = argv[i];
     if (!key.starts_with("--")) {
       std::cerr << "usage: aios-bench-http --port P [--method M --path P --token-file F --body B "
-                   "| --body-file F --threads N --seconds S | --count C --expect STATUS]\n";
+                   "| --body-file F --threads N --seconds S | --count C | --requests-file F "
+                   "--expect STATUS]\n";
       return 2;
     }
     opt[key.substr(2)] = argv[i + 1];
@@ -67,6 +70,16 @@ int main(int argc, char** argv) {
     const auto count = std::stoul(opt["count"]);
     const int expect = std::stoi(opt["expect"]);
     const auto duration = std::chrono::duration<double>(std::stod(opt["seconds"]));
+    std::vector<std::pair<std::string, std::string>> listed;  // --requests-file: path, body
+    if (opt.contains("requests-file")) {
+      std::ifstream in(opt["requests-file"]);
+      if (!in) throw std::runtime_error("cannot read " + opt["requests-file"]);
+      for (std::string line; std::getline(in, line);) {
+        const auto tab = line.find('\t');
+        if (tab == std::string::npos) throw std::runtime_error("a request line without a tab");
+        listed.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+      }
+    }
     std::vector<std::string> rotate;
     for (std::stringstream list(opt["rotate"]); list.good();) {
       std::string item;
@@ -90,7 +103,13 @@ int main(int argc, char** argv) {
         aios::http::Connection connection(opt["host"], port, std::chrono::seconds(60));
         while (true) {
           std::string request_body = body;
-          if (count > 0) {
+          std::string path = opt["path"];
+          if (!listed.empty()) {
+            const auto index = next++;
+            if (index >= listed.size()) break;
+            path = listed[index].first;
+            request_body = listed[index].second;
+          } else if (count > 0) {
             const auto index = next++;
             if (index >= count) break;
             request_body = replace_all(body, "@I@", std::to_string(index));
@@ -100,8 +119,7 @@ int main(int argc, char** argv) {
             break;
           }
           try {
-            const auto response =
-                connection.request(opt["method"], opt["path"], token, request_body);
+            const auto response = connection.request(opt["method"], path, token, request_body);
             const bool ok = expect != 0 ? response.status == expect
                                         : response.status >= 200 && response.status < 300;
             if (!ok)
