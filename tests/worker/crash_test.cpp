@@ -1,7 +1,8 @@
-// A worker SIGKILLed right after each durable phase of a task, then restarted: the external
-// agent runs once, the branch gets one commit, and one result is submitted, whatever phase the
-// crash hit. The worker kills itself at the phase (AIOS_WORKER_FAULT_KILL_AFTER_PHASE), so the
-// crash point is exact rather than raced.
+// A worker SIGKILLed right after each durable phase of a task, then restarted, 20 times per
+// phase: the external agent runs once, the branch gets one commit, and one result is submitted,
+// whatever phase the crash hit. The worker kills itself at the phase
+// (AIOS_WORKER_FAULT_KILL_AFTER_PHASE), so the crash point is exact rather than raced.
+#include <algorithm>
 #include <csignal>
 #include <string>
 
@@ -40,37 +41,50 @@ class WorkerCrashTest : public WorkerTest, public ::testing::WithParamInterface<
   }
 };
 
+// The bar: at least 20 kills at every phase. Each kill is a new task on the same worker,
+// so the counts below are per task and the agent ledger grows by exactly one per round.
+constexpr int kKillsPerPhase = 20;
+
 TEST_P(WorkerCrashTest, RestartNeverRunsCommitsOrSubmitsTwice) {
-  const std::string task_id = std::string("task-crash-") + GetParam().action + "-" +
-                              std::string(GetParam().phase).substr(0, 12);
-  std::string safe_id;
-  for (const char c : task_id) safe_id.push_back(c == '_' ? '-' : c);
-  if (std::string(GetParam().action) == "deterministic") {
-    auto body = deterministic_task(binding(safe_id, "agent/" + safe_id),
-                                   {write_file("docs/CRASH.md", "once\n")});
-    body["execution"]["verification"] = {
-        {{"label", "smoke"}, {"argv", {"/usr/bin/true"}}, {"cwd", "."}, {"timeout_seconds", 30}}};
-    create_task(body);
-    auto& worker = make_worker(
-        "crash-det", {"git.read", "git.test", "governed.write.branch", "governed.write.file"},
-        "deterministic", false);
-    crash_and_recover(worker, safe_id);
-    EXPECT_EQ(count_events(safe_id, "BRIDGE_COMMIT_APPLIED"), 1u);
-    EXPECT_EQ(repo_git("rev-list --count agent/" + safe_id), "2");
-    EXPECT_EQ(task(safe_id).at("result").at("commit_oid"), branch_oid("agent/" + safe_id));
-  } else {
-    start_executor("hermes");
-    create_task({{"task_id", safe_id},
-                 {"goal", "Summarize the layout"},
-                 {"required_capabilities", {"agent.runtime.hermes"}},
-                 {"binding", binding(safe_id, "agent/" + safe_id)},
-                 {"execution", {{"action", "agent_runtime"}, {"adapter", "hermes"}}}});
-    auto& worker = make_worker("crash-hermes", {"agent.runtime.hermes"}, "hermes", false);
-    crash_and_recover(worker, safe_id);
-    EXPECT_EQ(agent_runs(), 1u);
-    EXPECT_EQ(task(safe_id).at("result").at("classification"), "EXTERNAL_AGENT_RUNTIME_SUCCEEDED");
+  const bool deterministic = std::string(GetParam().action) == "deterministic";
+  if (!deterministic) start_executor("hermes");
+  auto& worker =
+      deterministic
+          ? make_worker("crash-det",
+                        {"git.read", "git.test", "governed.write.branch", "governed.write.file"},
+                        "deterministic", false)
+          : make_worker("crash-hermes", {"agent.runtime.hermes"}, "hermes", false);
+  for (int round = 0; round < kKillsPerPhase; ++round) {
+    std::string task_id = std::string("task-crash-") + GetParam().action + "-" +
+                          std::string(GetParam().phase).substr(0, 12) + "-" + std::to_string(round);
+    std::replace(task_id.begin(), task_id.end(), '_', '-');
+    SCOPED_TRACE(task_id);
+    if (deterministic) {
+      auto body = deterministic_task(binding(task_id, "agent/" + task_id),
+                                     {write_file("docs/CRASH.md", "once\n")});
+      body["execution"]["verification"] = {
+          {{"label", "smoke"}, {"argv", {"/usr/bin/true"}}, {"cwd", "."}, {"timeout_seconds", 30}}};
+      create_task(body);
+    } else {
+      create_task({{"task_id", task_id},
+                   {"goal", "Summarize the layout"},
+                   {"required_capabilities", {"agent.runtime.hermes"}},
+                   {"binding", binding(task_id, "agent/" + task_id)},
+                   {"execution", {{"action", "agent_runtime"}, {"adapter", "hermes"}}}});
+    }
+    crash_and_recover(worker, task_id);
+    if (HasFatalFailure()) return;
+    if (deterministic) {
+      EXPECT_EQ(count_events(task_id, "BRIDGE_COMMIT_APPLIED"), 1u);
+      EXPECT_EQ(repo_git("rev-list --count agent/" + task_id), "2");
+      EXPECT_EQ(task(task_id).at("result").at("commit_oid"), branch_oid("agent/" + task_id));
+    } else {
+      EXPECT_EQ(agent_runs(), static_cast<std::size_t>(round + 1));
+      EXPECT_EQ(task(task_id).at("result").at("classification"),
+                "EXTERNAL_AGENT_RUNTIME_SUCCEEDED");
+    }
+    EXPECT_EQ(count_events(task_id, "TASK_RESULT_SUBMITTED"), 1u);
   }
-  EXPECT_EQ(count_events(safe_id, "TASK_RESULT_SUBMITTED"), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPhase, WorkerCrashTest,
