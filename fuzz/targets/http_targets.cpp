@@ -1,8 +1,10 @@
 // Fuzz targets of the HTTP surface: the request head (and body framing) through the server's
-// own parser, and every endpoint's body through the real handlers of the Task API, the
-// governed Bridge and the rebind API over one scratch database.
+// own parser and the client's URL parser, and every endpoint's body, or a whole request with any
+// path and query, through the real handlers of the Task API, the governed Bridge and the rebind
+// API over one scratch database.
 #include "aios/bridge.hpp"
 #include "aios/fleet.hpp"
+#include "aios/http.hpp"
 #include "aios/rebind.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
@@ -108,45 +110,69 @@ constexpr Route kRoutes[] = {
     {Server::kRebind, "POST", "/v1/tasks/fz-1/execution-rebind"},
 };
 
+// A first byte of kWholeRequest or more: the rest is a whole HTTP request (any method, path and
+// query string, then the body), parsed by the server's parser and answered by the server the
+// first byte names. Below it, the first byte picks one of kRoutes and the rest is the body.
+constexpr std::uint8_t kWholeRequest = 0x80;
+
+// Feeds `text` to `parser` as one connection would. True when a request head parsed without
+// error (the body may be cut short: see parser.is_done()).
+bool parse_request(std::string_view text, http::detail::RequestParser& parser) {
+  parser.eager(true);
+  beast::error_code ec;
+  while (!text.empty() && !parser.is_done()) {
+    const std::size_t used = parser.put(boost::asio::buffer(text.data(), text.size()), ec);
+    if (ec) break;
+    text.remove_prefix(used);
+    if (used == 0) break;
+  }
+  if (!ec && !parser.is_done() && parser.got_some()) parser.put_eof(ec);
+  return !ec && parser.is_header_done();
+}
+
 }  // namespace
 
 int http_request_head(const std::uint8_t* data, std::size_t size) {
   http::Request request;
   http::detail::RequestParser parser(request, 64 * 1024, 8 * 1024);
-  parser.eager(true);
-  beast::error_code ec;
-  std::string_view rest = text_of(data, size);
-  while (!rest.empty() && !parser.is_done()) {
-    const std::size_t used = parser.put(boost::asio::buffer(rest.data(), rest.size()), ec);
-    if (ec) break;
-    rest.remove_prefix(used);
-    if (used == 0) break;
-  }
-  if (!ec && !parser.is_done() && parser.got_some()) parser.put_eof(ec);
-  if (!ec && parser.is_header_done()) {
-    require(!request.target.empty() && request.target.front() == '/',
-            "a parsed request-target is not origin-form");
-    require(parser.version() == 10 || parser.version() == 11, "an unsupported HTTP version");
-    require(request.target.starts_with(request.path), "the path is not the target's prefix");
-    require(visible_ascii(request.bearer_token), "a bearer token with invisible characters");
-    (void)request.header("authorization");
-  }
+  if (!parse_request(text_of(data, size), parser)) return 0;
+  require(!request.target.empty() && request.target.front() == '/',
+          "a parsed request-target is not origin-form");
+  require(parser.version() == 10 || parser.version() == 11, "an unsupported HTTP version");
+  require(request.target.starts_with(request.path), "the path is not the target's prefix");
+  require(visible_ascii(request.bearer_token), "a bearer token with invisible characters");
+  (void)request.header("authorization");
+  // The client's URL parser (the daemons' --api-url and --bridge-url) over the same text.
+  refusal_ok([&] {
+    const auto endpoint =
+        http::parse_http_url("http://" + std::string(request.header("host")) + request.target);
+    require(!endpoint.host.empty() && endpoint.port != 0, "a parsed URL without host or port");
+    require(endpoint.target.starts_with("/"), "a parsed URL's target is not origin-form");
+  });
   return 0;
 }
 
 int http_endpoints(const std::uint8_t* data, std::size_t size) {
   static Endpoints endpoints;
   if (size < 2) return 0;
-  const Route& route = kRoutes[data[0] % std::size(kRoutes)];
   http::Request request;
-  request.method = route.method;
-  request.target = route.path;
-  request.path = route.path;
-  request.body.assign(text_of(data + 2, size - 2));
+  Server server = Server::kTaskApi;
+  if (data[0] >= kWholeRequest) {
+    http::detail::RequestParser parser(request, 64 * 1024, 8 * 1024);
+    if (!parse_request(text_of(data + 2, size - 2), parser) || !parser.is_done()) return 0;
+    server = static_cast<Server>(data[0] % 3);
+  } else {
+    const Route& route = kRoutes[data[0] % std::size(kRoutes)];
+    server = route.server;
+    request.method = route.method;
+    request.target = route.path;
+    request.path = route.path;
+    request.body.assign(text_of(data + 2, size - 2));
+  }
   request.remote_address = "127.0.0.1";
   request.bearer_token = data[1] % 2 == 0 ? kControlToken : endpoints.agent_token;
-  const http::Response response = route.server == Server::kTaskApi ? endpoints.api.handle(request)
-                                  : route.server == Server::kBridge
+  const http::Response response = server == Server::kTaskApi ? endpoints.api.handle(request)
+                                  : server == Server::kBridge
                                       ? endpoints.bridge.handle(request)
                                       : endpoints.rebind_api.handle(request);
   require(response.status >= 200 && response.status <= 599, "a status outside 200-599");
