@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   std::string broker_root = config.broker_root.string();
   int broker_timeout = static_cast<int>(config.broker_timeout.count());
   int heartbeat_ms = 10000;
+  int http_timeout_ms = 30000;
   bool once = false;
   app.add_option("--api-url", config.task_api_url, "Task API base URL")
       ->envname("AIOS_AGENT_TASK_API_URL")
@@ -109,6 +110,12 @@ int main(int argc, char** argv) {
       ->envname("AIOS_WORKER_HEARTBEAT_MS")
       ->check(CLI::Range(50, 600000))
       ->capture_default_str();
+  app.add_option("--http-timeout-ms", http_timeout_ms,
+                 "How long a Task API or Bridge call may take; a task whose call fails\n"
+                 "this way is kept and retried from its checkpoint")
+      ->envname("AIOS_WORKER_HTTP_TIMEOUT_MS")
+      ->check(CLI::Range(100, 600000))
+      ->capture_default_str();
   app.add_flag("--once", once, "Take at most one task, then exit");
   // Crash tests only; deliberately without a flag so it cannot sit in a unit's ExecStart.
   if (const char* phase = std::getenv("AIOS_WORKER_FAULT_KILL_AFTER_PHASE")) {
@@ -135,6 +142,7 @@ int main(int argc, char** argv) {
     config.broker_root = broker_root;
     config.broker_timeout = std::chrono::seconds(broker_timeout);
     config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+    config.http_timeout = std::chrono::milliseconds(http_timeout_ms);
     std::filesystem::create_directories(config.workspace_root);
     aios::Worker worker(config);
     worker.start();

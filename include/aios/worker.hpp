@@ -56,7 +56,7 @@ struct WorkerConfig {
 // What one pass of the loop did with a task.
 struct WorkOutcome {
   std::string task_id;
-  std::string outcome;  // SUBMITTED, RELEASED, SKIPPED, LOST_LEASE
+  std::string outcome;  // SUBMITTED, RELEASED, SKIPPED, LOST_LEASE, INTERRUPTED
   std::string detail;
 };
 

@@ -2,6 +2,7 @@
 // run the adapter under a heartbeat, submit the result idempotently, release on failure.
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <thread>
 
 #include "aios/envelope.hpp"
@@ -19,6 +20,13 @@ using worker::JsonService;
 bool lease_gone(const std::string& code) {
   return code == "LEASE_INVALID" || code == "LEASE_EXPIRED" || code == "TASK_NOT_CLAIMED" ||
          code == "ATTEMPT_STALE" || code == "TASK_NOT_FOUND";
+}
+
+// A peer that could not be reached, did not answer in time or was too busy: the step may or may
+// not have happened there, and every step the worker takes is idempotent, so the task is kept.
+bool peer_unavailable(const std::string& code) {
+  return code == "HTTP_UPSTREAM_UNAVAILABLE" || code == "HTTP_UPSTREAM_TIMEOUT" ||
+         code == "STORE_BUSY";
 }
 
 // A refusal code as the Task API's failure_class (^[A-Za-z0-9][A-Za-z0-9_]{2,63}$).
@@ -54,6 +62,24 @@ class Worker::Impl {
                                     {"capabilities", config_.capabilities},
                                     {"allowed_adapters", config_.allowed_adapters}});
     for (auto& checkpoint : checkpoints_.all()) resume(checkpoint);
+  }
+
+  // Tasks a peer outage interrupted go on from their checkpoints before any new work. A call
+  // that fails again leaves the task to the next round.
+  std::optional<WorkOutcome> retry_interrupted() {
+    while (!interrupted_.empty()) {
+      const auto task_id = *interrupted_.begin();
+      interrupted_.erase(interrupted_.begin());
+      auto checkpoint = checkpoints_.load(task_id);
+      if (!checkpoint) continue;
+      try {
+        if (auto outcome = resume(*checkpoint)) return outcome;
+      } catch (const Error&) {
+        interrupted_.insert(task_id);
+        throw;
+      }
+    }
+    return std::nullopt;
   }
 
   std::optional<WorkOutcome> run_once() {
@@ -105,11 +131,14 @@ class Worker::Impl {
     while (!stop.load()) {
       std::optional<WorkOutcome> outcome;
       try {
-        outcome = run_once();
+        outcome = retry_interrupted();
+        if (!outcome) outcome = run_once();
       } catch (const Error& error) {
         log::warn("POLL_FAILED", {{"error", error.code()}});
       }
-      if (outcome) {
+      // An interrupted task waits out the backoff like an idle round, so an outage is not
+      // hammered.
+      if (outcome && outcome->outcome != "INTERRUPTED") {
         backoff = config_.idle_backoff_min;
         continue;
       }
@@ -146,25 +175,26 @@ class Worker::Impl {
     return envelope;
   }
 
-  // A checkpoint left by an earlier run: go on with the same lease if it still holds; else
-  // keep it for when the task is claimed again, or drop it when the task has moved on.
-  void resume(Checkpoint& checkpoint) {
+  // A checkpoint left by an earlier run or an outage: go on with the same lease if it still
+  // holds; else keep it for when the task is claimed again, or drop it when the task has moved
+  // on.
+  std::optional<WorkOutcome> resume(Checkpoint& checkpoint) {
     const nlohmann::json body = {{"lease_token", checkpoint.lease_token}, {"stage", "resume"}};
     const auto [status, reply] =
         api_.call("POST", "/v1/tasks/" + checkpoint.task_id + "/heartbeat", &body);
     if (status == 200) {
       const auto task = api_.require("GET", "/v1/tasks/" + checkpoint.task_id);
       log::info("TASK_RESUMED", {{"task_id", checkpoint.task_id}, {"phase", checkpoint.phase}});
-      work(task.at("metadata").at("execution"), checkpoint);
-      return;
+      return work(task.at("metadata").at("execution"), checkpoint);
     }
     if (reply.value("error", "") == "TASK_NOT_FOUND" || checkpoint.phase == "result_submitted") {
       checkpoints_.remove(checkpoint.task_id);
-      return;
+      return std::nullopt;
     }
     log::info("TASK_CHECKPOINT_KEPT", {{"task_id", checkpoint.task_id},
                                        {"phase", checkpoint.phase},
                                        {"error", reply.value("error", "")}});
+    return std::nullopt;
   }
 
   WorkOutcome work(const nlohmann::json& envelope, Checkpoint& checkpoint) {
@@ -210,6 +240,14 @@ class Worker::Impl {
         log::warn("TASK_LEASE_LOST", {{"task_id", task_id}, {"error", error.code()}});
         return {task_id, "LOST_LEASE", error.code()};
       }
+      if (peer_unavailable(error.code())) {
+        // Nothing is released and the checkpoint stays: run() takes the task up again from
+        // its last durable phase once the peer answers.
+        log::warn("TASK_INTERRUPTED",
+                  {{"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}});
+        interrupted_.insert(task_id);
+        return {task_id, "INTERRUPTED", error.code()};
+      }
       log::warn("TASK_FAILED",
                 {{"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}});
       const nlohmann::json body = {{"lease_token", checkpoint.lease_token},
@@ -230,6 +268,7 @@ class Worker::Impl {
   JsonService bridge_;
   worker::CheckpointStore checkpoints_;
   std::string worker_id_;
+  std::set<std::string> interrupted_;
 };
 
 Worker::Worker(WorkerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
