@@ -11,6 +11,4 @@ if(AIOS_FUZZ)
                       # the error registry deduces a std::array from every code at once
                       -fbracket-depth=1024)
   add_link_options(-fsanitize=address,undefined -fprofile-instr-generate)
-  # The warning gate is the gcc build; clang's own warnings are shown here, not fatal.
-  target_compile_options(aios_warnings INTERFACE -Wno-error)
 endif()

@@ -127,7 +127,8 @@ void Repository::checkout(const std::string& oid, const std::filesystem::path& d
   const CommitHandle commit(raw_commit);
   std::filesystem::create_directory(directory);
   const std::string target = directory.string();
-  git_checkout_options options = GIT_CHECKOUT_OPTIONS_INIT;
+  git_checkout_options options{};
+  check(git_checkout_options_init(&options, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
   options.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
   options.target_directory = target.c_str();
   check(git_checkout_tree(repo_, reinterpret_cast<const git_object*>(commit.get()), &options),

@@ -79,7 +79,8 @@ void Worktree::create(const std::filesystem::path& authority_git_dir, const std:
                       const std::filesystem::path& directory) {
   keep_libgit2();
   const git_oid id = oid_of(oid);
-  git_clone_options options = GIT_CLONE_OPTIONS_INIT;
+  git_clone_options options{};
+  check(git_clone_options_init(&options, GIT_CLONE_OPTIONS_VERSION), "clone options");
   options.local = GIT_CLONE_LOCAL_NO_LINKS;
   options.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
   git_repository* raw = nullptr;
@@ -91,7 +92,8 @@ void Worktree::create(const std::filesystem::path& authority_git_dir, const std:
   }
   const CommitHandle commit(raw_commit);
   check(git_repository_set_head_detached(repo.get(), &id), "detach HEAD");
-  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+  git_checkout_options checkout{};
+  check(git_checkout_options_init(&checkout, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
   checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
   check(git_checkout_head(repo.get(), &checkout), "checkout");
   check(git_remote_delete(repo.get(), "origin"), "remove remote");
@@ -144,7 +146,8 @@ std::vector<WorktreeChange> Worktree::changes(const std::string& base) {
   git_tree* raw_tree = nullptr;
   check(git_commit_tree(&raw_tree, commit.get()), "base tree");
   const TreeHandle tree(raw_tree);
-  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
+  git_diff_options options{};
+  check(git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION), "diff options");
   options.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
                   GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_DISABLE_PATHSPEC_MATCH;
   git_diff* raw_diff = nullptr;
