@@ -105,6 +105,32 @@ std::optional<json> embedded_object(std::string_view text) {
   return value;
 }
 
+// The runtime-result.v1 of one agent CLI turn: a final answer that is itself a runtime-result.v1
+// is taken as it is; another successful turn is COMPLETED with the final text as summary; a
+// failed one is FAILED with `failure` as summary. The CLI's own account of the turn goes into
+// the evidence under `cli` either way.
+json turn_result(const std::string& cli, const json& account,
+                 const std::optional<std::string>& failure, const std::string& final_text) {
+  if (const auto answer = failure ? std::nullopt : embedded_object(final_text);
+      answer && answer->value("schema", json()) == json(kRuntimeResultSchema)) {
+    json result = result_of(*answer);
+    result["evidence"][cli] = sanitized(account);
+    return result;
+  }
+  return result_of({{"schema", kRuntimeResultSchema},
+                    {"status", failure ? "FAILED" : "COMPLETED"},
+                    {"summary", failure ? *failure : final_text},
+                    {"evidence", {{cli, account}}}});
+}
+
+std::string message_of(const json& error) {
+  if (error.is_string()) return error.get<std::string>();
+  if (error.is_object() && error.contains("message") && error["message"].is_string()) {
+    return error["message"].get<std::string>();
+  }
+  return error.dump();
+}
+
 }  // namespace
 
 bool is_backend_name(std::string_view name) {
@@ -188,43 +214,6 @@ std::string render_agent_prompt(const json& request) {
       "\"timeout_seconds\": 600}], \"evidence\": {\"root_cause\": \"...\"}}\n";
   return prompt;
 }
-
-namespace {
-
-// The runtime-result.v1 of one agent CLI turn: a final answer that is itself a runtime-result.v1
-// is taken as it is; another successful turn is COMPLETED with the final text as summary; a
-// failed one is FAILED with `failure` as summary. The CLI's own account of the turn goes into
-// the evidence under `cli` either way.
-json turn_result(const std::string& cli, const json& account,
-                 const std::optional<std::string>& failure, const std::string& final_text) {
-  const json evidence = {{cli, account}};
-  if (failure) {
-    return result_of({{"schema", kRuntimeResultSchema},
-                      {"status", "FAILED"},
-                      {"summary", *failure},
-                      {"evidence", evidence}});
-  }
-  if (const auto answer = embedded_object(final_text);
-      answer && answer->value("schema", json()) == json(kRuntimeResultSchema)) {
-    json result = result_of(*answer);
-    result["evidence"][cli] = sanitized(account);
-    return result;
-  }
-  return result_of({{"schema", kRuntimeResultSchema},
-                    {"status", "COMPLETED"},
-                    {"summary", final_text},
-                    {"evidence", evidence}});
-}
-
-std::string message_of(const json& error) {
-  if (error.is_string()) return error.get<std::string>();
-  if (error.is_object() && error.contains("message") && error["message"].is_string()) {
-    return error["message"].get<std::string>();
-  }
-  return error.dump();
-}
-
-}  // namespace
 
 json openclaw_runtime_result(std::string_view stdout_text) {
   const json value = json::parse(python_strip(stdout_text), nullptr, false);
