@@ -1,5 +1,6 @@
 // The worker's loop: register, resume from checkpoints, poll, resolve and validate, claim,
-// run the adapter under a heartbeat, submit the result idempotently, release on failure.
+// run the adapter under a heartbeat, submit the result idempotently, release on failure, keep
+// the task and retry it from its checkpoint when the Task API or the Bridge is unavailable.
 #include <algorithm>
 #include <cctype>
 #include <set>
