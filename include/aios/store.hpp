@@ -2,8 +2,10 @@
 // The task-plane database: a pool of SQLite connections (WAL, synchronous=FULL, busy timeout)
 // with numbered migrations, and the row-level operations every transition is built from.
 //
-// Writes run inside Database::write, one BEGIN IMMEDIATE transaction per call, so a transition
-// and its task_events row commit together or not at all. Another process (the rebind daemon)
+// Writes run inside Database::write, each in its own savepoint of a BEGIN IMMEDIATE
+// transaction, so a transition and its task_events row commit together or not at all. Writes
+// that arrive while another commits are group-committed: one transaction and one fsync for the
+// queued writes, each acknowledged only after that COMMIT. Another process (the rebind daemon)
 // may write the same file; nothing here assumes a single writer.
 
 #include <chrono>
@@ -41,8 +43,11 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  // Runs `body` in BEGIN IMMEDIATE … COMMIT on a pooled connection; any exception rolls back
-  // and propagates. SQLite failures become STORE_BUSY (lock timeout) or STORE_FAILURE.
+  // Runs `body` in BEGIN IMMEDIATE … COMMIT on a pooled connection, possibly beside other
+  // threads' writes queued at the same moment (in their order, each in its own savepoint);
+  // returns once the COMMIT holding it is durable. An exception from `body` rolls back `body`'s
+  // writes alone and propagates. SQLite failures become STORE_BUSY (lock timeout), STORE_FULL
+  // or STORE_FAILURE. A body must not call write (STORE_FAILURE).
   void write(const std::function<void(SQLite::Database&)>& body);
 
   // Runs `body` in a read transaction (a consistent snapshot).
@@ -55,8 +60,10 @@ class Database {
 
  private:
   class Pool;
+  class Writer;
   DatabaseOptions options_;
   std::unique_ptr<Pool> pool_;
+  std::unique_ptr<Writer> writer_;
 };
 
 namespace store {

@@ -1,8 +1,11 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <deque>
+#include <exception>
 #include <unordered_map>
+#include <vector>
 
 #include "aios/error.hpp"
 #include "aios/store.hpp"
@@ -167,7 +170,9 @@ class Database::Pool {
 };
 
 Database::Database(DatabaseOptions options)
-    : options_(std::move(options)), pool_(std::make_unique<Pool>(options_)) {
+    : options_(std::move(options)),
+      pool_(std::make_unique<Pool>(options_)),
+      writer_(std::make_unique<Writer>(*pool_)) {
   if (!options_.migrate) return;
   for (const auto& migration : store::kMigrations) {
     write([&migration](SQLite::Database& db) {
@@ -205,12 +210,136 @@ void run_transaction(SQLite::Database& db, const char* begin,
   }
 }
 
+// The exception in flight, with SQLite's errors given store codes as run_transaction gives them.
+std::exception_ptr mapped_current_exception() {
+  try {
+    throw;
+  } catch (const SQLite::Exception& error) {
+    try {
+      rethrow_mapped(error);
+    } catch (...) {
+      return std::current_exception();
+    }
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
 }  // namespace
 
+// Group commit. SQLite has one writer at a time and every commit waits for its fsync, so
+// writers of this process queue here rather than in SQLite's busy handler (which sleeps and
+// retries): the first becomes the leader and commits every write queued meanwhile in one
+// transaction, one fsync for all of them. Each write runs in its own SAVEPOINT, so a write
+// that fails rolls back alone and the others still commit. No write is acknowledged before the
+// COMMIT that holds it returned: durability is that of one transaction per write.
+class Database::Writer {
+ public:
+  explicit Writer(Pool& pool) : pool_(pool) {}
+
+  void write(const std::function<void(SQLite::Database&)>& body) {
+    // A body runs on the leader's thread: a write from inside a body would wait for itself.
+    if (t_writing) throw Error(ErrorCode::STORE_FAILURE, "a write inside a write");
+    Pending mine{&body, nullptr, false};
+    std::unique_lock lock(mutex_);
+    queue_.push_back(&mine);
+    while (!mine.done) {
+      if (leading_) {
+        led_.wait(lock);
+        continue;
+      }
+      leading_ = true;
+      const auto count = std::min(queue_.size(), kMaxBatch);
+      std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<long>(count));
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(count));
+      lock.unlock();
+      commit(batch);
+      lock.lock();
+      for (auto* pending : batch) pending->done = true;
+      leading_ = false;
+      led_.notify_all();
+    }
+    if (mine.error) std::rethrow_exception(mine.error);
+  }
+
+ private:
+  struct Pending {
+    const std::function<void(SQLite::Database&)>* body;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
+  // A bound on one transaction's size, so a long queue still commits in steps.
+  static constexpr std::size_t kMaxBatch = 64;
+
+  // Runs `batch` in as few transactions as it can; sets each write's error, never throws.
+  void commit(const std::vector<Pending*>& batch) {
+    auto handle = pool_.take();
+    const CurrentConnection current(*handle);
+    t_writing = true;
+    auto& db = *(*handle).db;
+    std::size_t next = 0;
+    while (next < batch.size()) next = commit_from(db, batch, next);
+    t_writing = false;
+  }
+
+  // One transaction over batch[first…]. Returns where the next transaction starts: the end,
+  // or just after a write whose failure ended the whole transaction (SQLite rolls it back on
+  // some errors, a full disk among them), which fails every write it held.
+  static std::size_t commit_from(SQLite::Database& db, const std::vector<Pending*>& batch,
+                                 std::size_t first) {
+    std::vector<Pending*> held;
+    const auto fail_all = [&held](const std::exception_ptr& error) {
+      for (auto* pending : held) pending->error = error;
+    };
+    try {
+      db.exec("BEGIN IMMEDIATE");
+    } catch (const SQLite::Exception&) {
+      held.assign(batch.begin() + static_cast<long>(first), batch.end());
+      fail_all(mapped_current_exception());
+      return batch.size();
+    }
+    for (std::size_t i = first; i < batch.size(); ++i) {
+      auto* pending = batch[i];
+      try {
+        db.exec("SAVEPOINT aios_write");
+        (*pending->body)(db);
+        db.exec("RELEASE aios_write");
+        held.push_back(pending);
+        continue;
+      } catch (...) {
+        pending->error = mapped_current_exception();
+      }
+      if (sqlite3_get_autocommit(db.getHandle()) != 0 ||
+          db.tryExec("ROLLBACK TO aios_write") != SQLITE_OK ||
+          db.tryExec("RELEASE aios_write") != SQLITE_OK) {
+        db.tryExec("ROLLBACK");
+        fail_all(pending->error);
+        return i + 1;
+      }
+    }
+    try {
+      db.exec("COMMIT");
+    } catch (const SQLite::Exception&) {
+      db.tryExec("ROLLBACK");
+      fail_all(mapped_current_exception());
+    }
+    return batch.size();
+  }
+
+  static thread_local bool t_writing;
+
+  Pool& pool_;
+  std::mutex mutex_;
+  std::condition_variable led_;
+  std::vector<Pending*> queue_;
+  bool leading_ = false;
+};
+
+thread_local bool Database::Writer::t_writing = false;
+
 void Database::write(const std::function<void(SQLite::Database&)>& body) {
-  auto handle = pool_->take();
-  const CurrentConnection current(*handle);
-  run_transaction(*(*handle).db, "BEGIN IMMEDIATE", body);
+  writer_->write(body);
 }
 
 void Database::read(const std::function<void(SQLite::Database&)>& body) {

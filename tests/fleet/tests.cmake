@@ -5,6 +5,7 @@ aios_test(fleet_tests
   fleet/lifecycle_test.cpp
   fleet/store_test.cpp
   fleet/prepared_test.cpp
+  fleet/group_commit_test.cpp
   fleet/rebind_compat_test.cpp
   fleet/authorization_test.cpp
   fleet/sys_test.cpp
