@@ -3,8 +3,10 @@
 
   poll    POST /v1/tasks/poll with N queued tasks (two runtimes, three tenants), keep-alive,
           against GET /health of the same scheduler (the HTTP floor)
-  memory  VmRSS of each of the four daemons idle, and VmRSS/VmHWM of the scheduler under the
-          poll load
+  memory  VmRSS of each of the four daemons idle, and VmRSS/VmHWM of each under its load: the
+          scheduler under the poll load, the rebind service under the rebind loads, and the
+          worker and the executor while the worker runs queued Hermes tasks through the
+          executor (a fake agent)
   rebind  (with --seed) our rebind service and the seed's Python one on the same database and
           Bridge: the validation path, and complete successful rebinds of fresh tasks
 
@@ -350,6 +352,38 @@ def short_symbol(line):
         line = shorter
 
 
+# The Hermes profile's agent for the run load: reads its request, answers at once.
+AGENT = """import json, sys
+request = json.load(sys.stdin)
+print(json.dumps({"answer": "done: " + request["goal"]}))
+"""
+
+
+def count_events(log, name):
+    return sum(1 for line in log.read_text(errors="replace").splitlines()
+               if f'"event":"{name}"' in line.replace(" ", ""))
+
+
+def measure_run_load(suite, state, worker_argv, daemons, seconds):
+    """The worker running queued Hermes tasks through the executor for `seconds`: VmRSS of the
+    worker and the executor sampled every 0.2 s (the highest sample is "under load"), their
+    VmHWM at the end, and the tasks whose result the worker submitted."""
+    worker, _ = suite.start("worker-run", worker_argv, ready="WORKER_READY")
+    pids = {**daemons, "worker": worker.pid}
+    samples = {name: [] for name in pids}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for name, pid in pids.items():
+            samples[name].append(vm(pid, "VmRSS"))
+        time.sleep(0.2)
+    # The kernel updates VmHWM lazily: a sample can read above it.
+    peaks = {name: max(vm(pid, "VmHWM"), *samples[name]) for name, pid in pids.items()}
+    worker.send_signal(signal.SIGTERM)
+    worker.wait(timeout=30)
+    return {name: {"under_load_mib": max(samples[name]), "peak_mib": peaks[name]}
+            for name in pids}, count_events(state / "worker-run.log", "TASK_RESULT_SUBMITTED")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build", type=Path, required=True, help="the build directory")
@@ -383,9 +417,10 @@ def main():
         profiles, exchange = state / "profiles", state / "exchange"
         for path in (profiles, exchange, state / "executor-tmp"):
             path.mkdir()
+        (state / "agent.py").write_text(AGENT)
         (profiles / "hermes.json").write_text(json.dumps({
             "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
-            "argv": ["/usr/bin/true"], "input_mode": "stdin_json", "output_mode": "stdout_json",
+            "argv": ["/usr/bin/python3", str(state / "agent.py")], "input_mode": "stdin_json", "output_mode": "stdout_json",
             "timeout_seconds": 60, "max_output_bytes": 65536}))
         executor, _ = suite.start("executor", [
             str(daemons / "aios-external-agent-executor"),
@@ -403,18 +438,19 @@ def main():
                             {"agent_id": "bench-worker-agent",
                              "granted_capabilities": ["agent.runtime.hermes"]})
         (state / "worker.token").write_text(worker_agent["token"])
-        worker, _ = suite.start("worker", [
+        worker_argv = [
             str(daemons / "aios-online-agent-worker"),
             "--api-url", f"http://127.0.0.1:{port}", "--bridge-url", f"http://127.0.0.1:{bridge_port}",
             "--agent-token-file", str(state / "worker.token"), "--agent-id", "bench-worker",
             "--capabilities", "agent.runtime.hermes", "--allowed-adapters", "hermes",
-            "--authority-git-dir", str(authority), "--executor-root", str(exchange / "none"),
-            "--state-root", str(state / "worker-state"), "--heartbeat-ms", "1000"],
-            ready="WORKER_READY")
+            "--authority-git-dir", str(authority), "--executor-root", str(exchange),
+            "--state-root", str(state / "worker-state"), "--heartbeat-ms", "1000"]
+        worker, _ = suite.start("worker", worker_argv, ready="WORKER_READY")
         time.sleep(1)
         memory = {name: {"idle_mib": vm(proc.pid, "VmRSS")} for name, proc in (
             ("scheduler", scheduler), ("executor", executor), ("rebind", rebind), ("worker", worker))}
-        # The worker would claim the queue below: it is measured idle, then stopped.
+        # The worker would claim the queue below: it is measured idle, then stopped, and runs
+        # its share of the queue once the poll and rebind loads are measured.
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
 
@@ -451,6 +487,18 @@ def main():
                 path="/v1/tasks/bench-missing-task/execution-rebind", token_file="control.token",
                 expect=str(rebind_report["validation_path"]["ours"]["status"]))
 
+        if rebind_report:
+            memory["rebind"].update({"under_load_mib": vm(rebind.pid, "VmRSS"),
+                                     "peak_mib": vm(rebind.pid, "VmHWM"),
+                                     "load": "the rebind runs above, 4 clients"})
+        run_seconds = 2 if args.smoke else 20
+        under_run, results = measure_run_load(suite, state, worker_argv,
+                                              {"executor": executor.pid}, run_seconds)
+        run_load = (f"the worker running Hermes tasks through the executor, {run_seconds} s "
+                    f"({results / run_seconds:.1f} tasks/s)")
+        for name in ("executor", "worker"):
+            memory[name].update({**under_run[name], "load": run_load})
+
         report = {
             "runs": runs, "clients": int(clients), "seconds_per_run": float(seconds),
             "poll": {"queued": queued, "created_per_second": created["per_second"],
@@ -458,7 +506,8 @@ def main():
                      "poll_per_second": statistics.median(poll),
                      "poll_answer_tasks": len(answer["tasks"]), "poll_profile": profile,
                      "health_runs": health, "poll_runs": poll},
-            "memory": memory, "rebind": rebind_report}
+            "memory": memory, "rebind": rebind_report,
+            "run": {"seconds": run_seconds, "results_submitted": results}}
         print(json.dumps(report, indent=2))
     finally:
         suite.stop()
