@@ -23,7 +23,8 @@ namespace aios {
 
 namespace fleet {
 class TaskFactsCache;
-}
+class TaskViewCache;
+}  // namespace fleet
 
 struct TaskPlaneOptions {
   std::chrono::seconds lease{120};
@@ -74,6 +75,9 @@ class TaskPlane {
 
   // Agent: {worker_id, limit} -> {"tasks": [...]} ranked, eligible, reserving nothing.
   nlohmann::json poll(const Agent& agent, const nlohmann::json& body);
+  // poll's answer as nlohmann's dump() gives it, for the HTTP answer: it is put together from
+  // cached task views, so a poll does not rebuild and re-serialise the queue head every time.
+  std::string poll_text(const Agent& agent, const nlohmann::json& body);
   // Agent: {worker_id, expected_revision, execution_digest} -> claim with a new lease token.
   nlohmann::json claim(const Agent& agent, const std::string& task_id, const nlohmann::json& body);
   // Rank, then offer one candidate at a time to the claim CAS; nullopt when none is claimable.
@@ -110,6 +114,7 @@ class TaskPlane {
   const Clock& clock_;
   TaskPlaneOptions options_;
   std::unique_ptr<fleet::TaskFactsCache> facts_;
+  std::unique_ptr<fleet::TaskViewCache> views_;
 };
 
 }  // namespace aios

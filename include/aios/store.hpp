@@ -117,6 +117,8 @@ struct TaskRow {
   std::string execution_digest;
   std::string capability_scope_json;
   std::int64_t seq = 0;
+
+  bool operator==(const TaskRow&) const = default;
 };
 
 std::optional<TaskRow> load_task(SQLite::Database& db, const std::string& task_id);

@@ -41,28 +41,30 @@ void touch_worker(SQLite::Database& db, const std::string& worker_id, double now
 
 }  // namespace
 
-nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
+std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body) {
   envelope::require_known_keys(body, {"worker_id", "limit"}, ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string worker_id = worker_id_of(body);
   const auto limit = static_cast<std::size_t>(envelope::require_int(
       envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
   const double now = to_epoch_seconds(clock_.now());
-  nlohmann::json tasks = nlohmann::json::array();
-  nlohmann::json deferred = nlohmann::json::array();
+  using View = std::shared_ptr<const std::string>;
+  std::vector<View> tasks;
+  std::vector<View> deferred;
   const auto offer = [&](SQLite::Database& db, const fleet::WorkerState& worker) {
     const auto failed_here = fleet::tasks_failed_in_domain(db, worker.failure_domain);
     // The queue is read in fleet order only until `limit` tasks are found.
     store::visit_queued_tasks_in_fleet_order(db, [&](const store::TaskRow& row) {
-      const bool quarantined = fleet::task_quarantined(db, row.task_id, worker_id, now);
-      auto reasons =
-          fleet::ineligibility_reasons(worker, row, facts_->get(row), quarantined, now, options_);
+      auto reasons = fleet::ineligibility_reasons(worker, row, facts_->get(row),
+                                                  /*quarantined_task=*/false, now, options_);
       // A full worker still sees what it could take next; the claim enforces the slot.
       std::erase(reasons, "no_free_slot");
-      if (reasons.empty()) {
+      // The task quarantine is looked up only for a task that passes every other check: it is
+      // one query, and it can only add a reason.
+      if (reasons.empty() && !fleet::task_quarantined(db, row.task_id, worker_id, now)) {
         // A retry goes to another failure domain first; this domain takes it only when it has
         // nothing else, so a single-domain fleet still retries at once.
         auto& list = failed_here.contains(row.task_id) ? deferred : tasks;
-        if (list.size() < limit) list.push_back(fleet::view_of(row));
+        if (list.size() < limit) list.push_back(views_->get(row));
       }
       return tasks.size() < limit;
     });
@@ -91,7 +93,22 @@ nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
     if (tasks.size() >= limit) break;
     tasks.push_back(std::move(view));
   }
-  return {{"tasks", tasks}};
+  // What nlohmann's dump() of {"tasks": [views...]} gives, from the views' cached text.
+  std::size_t size = 12;
+  for (const auto& view : tasks) size += view->size() + 1;
+  std::string text;
+  text.reserve(size);
+  text += "{\"tasks\":[";
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (i > 0) text += ',';
+    text += *tasks[i];
+  }
+  text += "]}";
+  return text;
+}
+
+nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
+  return nlohmann::json::parse(poll_text(agent, body));
 }
 
 nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,

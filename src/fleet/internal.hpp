@@ -3,10 +3,12 @@
 // eligibility decision, and small row helpers. Call only inside a Database transaction.
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "aios/fleet.hpp"
@@ -54,6 +56,28 @@ class TaskFactsCache {
  private:
   std::mutex mutex_;
   std::map<std::pair<std::string, std::int64_t>, TaskFacts> facts_;
+};
+
+// The serialised view (view_of(row).dump()) of tasks a poll recently offered, so a poll does
+// not re-parse and re-serialise the same queued rows on every call. An entry is served only
+// for a row equal to the one it was built from in every column: the view is a pure function of
+// the row, and the revision alone would not do (a heartbeat moves lease_expires_at without a
+// new revision, and the rebind service writes the same table from another process). At most
+// kMaxEntries tasks are kept. Thread-safe.
+class TaskViewCache {
+ public:
+  static constexpr std::size_t kMaxEntries = 512;
+
+  std::shared_ptr<const std::string> get(const store::TaskRow& row);
+  std::size_t size();
+
+ private:
+  struct Entry {
+    store::TaskRow row;
+    std::shared_ptr<const std::string> text;
+  };
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> views_;  // by task_id
 };
 
 std::optional<WorkerState> load_worker(SQLite::Database& db, const std::string& worker_id,

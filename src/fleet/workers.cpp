@@ -92,7 +92,8 @@ TaskPlane::TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options)
     : db_(db),
       clock_(clock),
       options_(options),
-      facts_(std::make_unique<fleet::TaskFactsCache>()) {}
+      facts_(std::make_unique<fleet::TaskFactsCache>()),
+      views_(std::make_unique<fleet::TaskViewCache>()) {}
 
 TaskPlane::~TaskPlane() = default;
 

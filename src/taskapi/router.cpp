@@ -140,7 +140,9 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 3 && parts[2] == "poll" && method == "POST") {
     route_name = "tasks_poll";
     const Agent& caller = need_agent();
-    return ok(plane_.poll(caller, http::json_object_body(request)));
+    http::Response response;
+    response.body = plane_.poll_text(caller, http::json_object_body(request));
+    return response;
   }
   if (n == 3 && method == "GET") {
     route_name = "task";

@@ -9,5 +9,6 @@ aios_test(fleet_tests
   fleet/rebind_compat_test.cpp
   fleet/authorization_test.cpp
   fleet/sys_test.cpp
-  fleet/query_plan_test.cpp)
+  fleet/query_plan_test.cpp
+  fleet/poll_view_test.cpp)
 target_link_libraries(fleet_tests PRIVATE SQLiteCpp SQLite::SQLite3)
