@@ -203,14 +203,18 @@ void note_worker_success(SQLite::Database& db, const std::string& worker_id, dou
 }
 
 std::set<std::string> tasks_failed_in_domain(SQLite::Database& db, const std::string& domain) {
-  // No DISTINCT: the set drops repeats, and SQLite would build a temporary b-tree (its own
-  // pager and page cache) for every call: 15% of a poll with 10,000 queued tasks.
+  // Neither DISTINCT nor IN (...): the set drops repeats, and for either SQLite builds a
+  // temporary b-tree (its own pager and page cache) on every call, which was 15% and then 5%
+  // of a poll with 10,000 queued tasks. One index seek per state needs none.
   store::Prepared query(db,
-                        "SELECT task_id FROM fleet_dispatches WHERE failure_domain=? "
-                        "AND state IN ('RELEASED','EXPIRED')");
-  query->bind(1, domain);
+                        "SELECT task_id FROM fleet_dispatches WHERE failure_domain=? AND state=?");
   std::set<std::string> tasks;
-  while (query->executeStep()) tasks.insert(query->getColumn(0).getString());
+  for (const char* state : {"RELEASED", "EXPIRED"}) {
+    query->bind(1, domain);
+    query->bind(2, state);
+    while (query->executeStep()) tasks.insert(query->getColumn(0).getString());
+    query->reset();
+  }
   return tasks;
 }
 
