@@ -277,6 +277,12 @@ double median(std::vector<double> values) {
 int main(int argc, char** argv) {
   // --smoke: tiny sizes, one run, so CI keeps the driver working without measuring anything.
   const bool smoke = argc > 1 && std::string(argv[1]) == "--smoke";
+  // --store N: only N in-process lifecycles, for a profiler to record (scripts/bench).
+  if (argc > 2 && std::string(argv[1]) == "--store") {
+    const auto rate = store_lifecycles(std::stoul(argv[2])) * 3;
+    std::cout << json{{"store_in_process", rate}}.dump() << '\n';
+    return 0;
+  }
   const std::size_t runs = smoke ? 1 : 3;
   const std::size_t tasks = smoke ? 20 : 300;
   const fs::path dir = temp_dir();
