@@ -322,7 +322,7 @@ def main():
             misses += [
                 "  The in-process store's profile (perf, self cost by library, 1,500 lifecycles, "
                 "`aios-bench-taskplane --store 1500`) puts most of that work in the kernel's I/O: "
-                "a transition writes and reads back more pages (the task row and its indexes, "
+                "a transition writes more pages (the task row and its indexes, "
                 "the event, the claim, the dispatch and the idempotency rows) than the floor's "
                 "two small rows; the task plane's own code (in the driver's binary, which links the core "
                 "library) is a small share.",

@@ -159,7 +159,9 @@ class Database::Pool {
   void give_back(std::unique_ptr<Connection> connection) {
     {
       std::lock_guard lock(mutex_);
-      idle_.push_back(std::move(connection));
+      // Most recently used first: its page cache is the one no other connection's commit has
+      // invalidated since, where the least recently used would read its pages again.
+      idle_.push_front(std::move(connection));
     }
     available_.notify_one();
   }
