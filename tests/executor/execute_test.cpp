@@ -232,9 +232,10 @@ TEST_F(ExecutorTest, TimeoutKillsTheProcessGroup) {
   // The grandchild was reparented and killed; once reaped by init it is gone.
   bool gone = false;
   for (int i = 0; i < 200 && !gone; ++i) {
-    gone = ::kill(grandchild, 0) != 0 ||
-           read_text_file("/proc/" + std::to_string(grandchild) + "/stat").find(") Z") !=
-               std::string::npos;
+    gone =
+        ::kill(grandchild, 0) != 0 ||
+        aios::test::read_proc_file("/proc/" + std::to_string(grandchild) + "/stat").find(") Z") !=
+            std::string::npos;
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(gone);

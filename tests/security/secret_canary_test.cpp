@@ -6,7 +6,6 @@
 // be, and it echoes the key on stdout and stderr, so the executor's redaction is tested too.
 #include <dirent.h>
 
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,8 +24,7 @@ using worker_test::Json;
 // The content of a /proc file that holds NUL-separated items (cmdline, environ); "" when the
 // process is gone or not readable.
 std::string read_proc(const std::string& pid, const char* file) {
-  std::ifstream in("/proc/" + pid + "/" + file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return test::read_proc_file("/proc/" + pid + "/" + file);
 }
 
 std::vector<std::string> all_pids() {

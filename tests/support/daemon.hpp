@@ -57,6 +57,22 @@ inline std::string read_text_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
+// A /proc/<pid>/ file of a process that may be exiting; "" once it is gone or unreadable. A
+// process that exits between the open and the read fails the read (ESRCH), which
+// read_text_file's ifstream would throw.
+inline std::string read_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string content;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    content.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return n < 0 ? std::string() : content;
+}
+
 // Writes `content` to `path` (created or truncated) with permission bits `mode`.
 inline void write_text_file(const std::filesystem::path& path, std::string_view content,
                             std::filesystem::perms mode = std::filesystem::perms::owner_read |
