@@ -192,11 +192,11 @@ Database::~Database() = default;
 
 namespace {
 
-// `begin`, then `body`, then COMMIT; any failure rolls back. SQLite's errors get store codes.
-void run_transaction(SQLite::Database& db, const char* begin,
-                     const std::function<void(SQLite::Database&)>& body) {
+// BEGIN, then `body`, then COMMIT; any failure rolls back. SQLite's errors get store codes.
+// Writes have their own path (Database::Writer).
+void read_transaction(SQLite::Database& db, const std::function<void(SQLite::Database&)>& body) {
   try {
-    db.exec(begin);
+    db.exec("BEGIN");
   } catch (const SQLite::Exception& error) {
     rethrow_mapped(error);
   }
@@ -212,7 +212,7 @@ void run_transaction(SQLite::Database& db, const char* begin,
   }
 }
 
-// The exception in flight, with SQLite's errors given store codes as run_transaction gives them.
+// The exception in flight, with SQLite's errors given store codes as read_transaction gives them.
 std::exception_ptr mapped_current_exception() {
   try {
     throw;
@@ -347,7 +347,7 @@ void Database::write(const std::function<void(SQLite::Database&)>& body) {
 void Database::read(const std::function<void(SQLite::Database&)>& body) {
   auto handle = pool_->take();
   const CurrentConnection current(*handle);
-  run_transaction(*(*handle).db, "BEGIN", body);
+  read_transaction(*(*handle).db, body);
 }
 
 int Database::schema_version() {
