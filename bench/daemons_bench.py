@@ -42,6 +42,17 @@ def vm(pid, field):
     raise RuntimeError(f"{field} not in /proc/{pid}/status")
 
 
+def log_events(log):
+    """The JSON events of a daemon's log, in order; other lines are skipped."""
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
 class Suite:
     def __init__(self, state):
         self.state, self.procs = state, []
@@ -53,11 +64,7 @@ class Suite:
         self.procs.append(proc)
         deadline = time.monotonic() + 30
         while ready and time.monotonic() < deadline:
-            for line in (self.state / f"{name}.log").read_text(errors="replace").splitlines():
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
+            for event in log_events(self.state / f"{name}.log"):
                 if event.get("event") == ready:
                     return proc, event
             if proc.poll() is not None:
@@ -359,9 +366,6 @@ print(json.dumps({"answer": "done: " + request["goal"]}))
 """
 
 
-def count_events(log, name):
-    return sum(1 for line in log.read_text(errors="replace").splitlines()
-               if f'"event":"{name}"' in line.replace(" ", ""))
 
 
 def measure_run_load(suite, state, worker_argv, daemons, seconds):
@@ -380,8 +384,10 @@ def measure_run_load(suite, state, worker_argv, daemons, seconds):
     peaks = {name: max(vm(pid, "VmHWM"), *samples[name]) for name, pid in pids.items()}
     worker.send_signal(signal.SIGTERM)
     worker.wait(timeout=30)
+    submitted = sum(1 for event in log_events(state / "worker-run.log")
+                    if event.get("event") == "TASK_RESULT_SUBMITTED")
     return {name: {"under_load_mib": max(samples[name]), "peak_mib": peaks[name]}
-            for name in pids}, count_events(state / "worker-run.log", "TASK_RESULT_SUBMITTED")
+            for name in pids}, submitted
 
 
 def main():
