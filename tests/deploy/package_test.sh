@@ -36,7 +36,13 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for needed in systemd libgit2 libsqlite3 libsystemd0 libssl3; do
   [[ "$depends" == *"$needed"* ]] || fail "Depends lacks $needed: $depends"
 done
-dpkg-deb --ctrl-tarfile "$deb" | tar -tf - | grep -qx './conffiles' || fail "no conffiles"
+# Outputs are read whole before matching: under pipefail, `grep -q` leaving early kills the
+# writer with SIGPIPE and fails a check that holds.
+dpkg-deb -e "$deb" "$work/control"
+for profile in openclaw hermes; do
+  grep -qx "/etc/aios/external-agent-runtime.d/$profile.profile.json" "$work/control/conffiles" \
+    || fail "conffiles lacks the $profile profile: $(cat "$work/control/conffiles" 2>&1)"
+done
 
 # Install into a scratch root with its own dpkg database.
 root="$work/root"
@@ -49,14 +55,16 @@ mkdir -p "$root/usr/lib/systemd"
 cp -a /usr/lib/systemd/system "$root/usr/lib/systemd/system"
 dpkg --root="$root" --force-script-chrootless --force-depends --log=/dev/null -i "$deb" \
   >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; exit 1; }
-dpkg --root="$root" -s aios-online-agent-runtime | grep -q '^Status: install ok installed' \
+status=$(dpkg --root="$root" -s aios-online-agent-runtime)
+grep -q '^Status: install ok installed' <<<"$status" \
   || fail "dpkg does not report the package installed"
 
 for binary in aios-task-scheduler aios-agent-task-execution-rebind aios-external-agent-executor \
   aios-online-agent-worker aios-envelope; do
   [ -x "$root/usr/bin/$binary" ] || fail "missing /usr/bin/$binary"
 done
-"$root/usr/bin/aios-task-scheduler" --version | grep -q '^aios-task-scheduler ' \
+version=$("$root/usr/bin/aios-task-scheduler" --version)
+grep -q '^aios-task-scheduler ' <<<"$version" \
   || fail "the installed scheduler does not run"
 units=(aios-agent-task-api aios-agent-task-execution-rebind aios-external-agent-executor
   aios-agent-runtime-broker aios-online-agent-worker aios-hermes-online-agent-worker aios-openclaw-online-agent-worker)
