@@ -26,9 +26,12 @@ namespace {
 std::unique_ptr<SQLite::Database> open_connection(const DatabaseOptions& options) {
   std::unique_ptr<SQLite::Database> db;
   try {
-    db = std::make_unique<SQLite::Database>(options.path.string(),
-                                            SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
-                                            static_cast<int>(options.busy_timeout.count()));
+    // No per-connection mutex: the pool lends a connection, and the statements it keeps, to
+    // one thread at a time, which is all SQLite's multi-thread mode asks. The mutex it drops
+    // was taken around every step of every statement.
+    db = std::make_unique<SQLite::Database>(
+        options.path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX,
+        static_cast<int>(options.busy_timeout.count()));
   } catch (const SQLite::Exception& error) {
     throw Error(ErrorCode::STORE_UNAVAILABLE, error.what());
   }
