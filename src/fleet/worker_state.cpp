@@ -123,14 +123,10 @@ std::shared_ptr<const std::string> TaskViewCache::get(const store::TaskRow& row)
   }
   auto text = std::make_shared<const std::string>(view_of(row).dump());
   std::lock_guard lock(mutex_);
-  auto it = views_.find(row.task_id);
-  if (it == views_.end()) {
-    // A bound, not an eviction policy: a poll reads the head of the queue, which stays put
-    // between transitions, so any entry may go and is rebuilt when it is read again.
-    if (views_.size() >= kMaxEntries) views_.erase(views_.begin());
-    it = views_.emplace(row.task_id, Entry{}).first;
-  }
-  it->second = Entry{row, text};
+  // A bound, not an eviction policy: a poll reads the head of the queue, which stays put
+  // between transitions, so any entry may go and is rebuilt when it is read again.
+  if (views_.size() >= kMaxEntries && !views_.contains(row.task_id)) views_.erase(views_.begin());
+  views_.insert_or_assign(row.task_id, Entry{row, text});
   return text;
 }
 
