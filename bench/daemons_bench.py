@@ -366,8 +366,6 @@ print(json.dumps({"answer": "done: " + request["goal"]}))
 """
 
 
-
-
 def measure_run_load(suite, state, worker_argv, daemons, seconds):
     """The worker running queued Hermes tasks through the executor for `seconds`: VmRSS of the
     worker and the executor sampled every 0.2 s (the highest sample is "under load"), their

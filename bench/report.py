@@ -289,7 +289,6 @@ def main():
     ]
     misses = []
     if poll_ratio < 0.5:
-        profile = poll.get("poll_profile", [])
         misses.append(
             f"- Poll: {poll_ratio:.3f} of the floor, {0.5 / poll_ratio:.1f}x short of 0.5. At the "
             f"goal the server would answer a poll every {2e6 / poll['health_floor_per_second']:.0f} "
