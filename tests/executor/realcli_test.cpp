@@ -15,14 +15,17 @@ using aios::test::DaemonOptions;
 using aios::test::install_realcli;
 using aios::test::RealCli;
 
+// The install runs in SetUp, not SetUpTestSuite: a suite set-up that throws leaves GoogleTest
+// reporting its tests as skipped, where a missing CLI must fail them.
 class RealOpenClaw : public ExecutorTest {
  protected:
-  static void SetUpTestSuite() { cli_ = std::make_unique<RealCli>(install_realcli()); }
-  static void TearDownTestSuite() { cli_.reset(); }
+  void SetUp() override {
+    ExecutorTest::SetUp();
+    cli_ = std::make_unique<RealCli>(install_realcli());
+  }
 
-  static std::unique_ptr<RealCli> cli_;
+  std::unique_ptr<RealCli> cli_;
 };
-std::unique_ptr<RealCli> RealOpenClaw::cli_;
 
 // Given the real OpenClaw CLI behind the executor, the result should carry the fake model's
 // answer, and the model should have been called with exactly the projected provider key.

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -161,12 +162,34 @@ struct ExitStatus {
   }
 };
 
+// TLS trust and proxy settings: a machine that reaches its registries through an intercepting
+// proxy names its CA and proxy here, and a child that drops them fails where the caller would not.
+inline constexpr std::string_view kTrustAndProxyVariables[] = {
+    "SSL_CERT_FILE",  "SSL_CERT_DIR",       "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "npm_config_cafile",   "NPM_CONFIG_CAFILE",
+    "HTTPS_PROXY",    "https_proxy",        "HTTP_PROXY",          "http_proxy",
+    "NO_PROXY",       "no_proxy",           "npm_config_proxy",    "npm_config_https_proxy"};
+
+// NAME=value of each of `names` that the test's own environment sets, then of each trust and
+// proxy variable it sets.
+inline std::vector<std::string> inherited_environment(std::span<const std::string_view> names) {
+  std::vector<std::string> env;
+  const auto inherit = [&env](std::string_view name) {
+    const std::string key(name);
+    if (const char* value = std::getenv(key.c_str())) env.push_back(key + "=" + value);
+  };
+  for (const auto name : names) inherit(name);
+  for (const auto name : kTrustAndProxyVariables) inherit(name);
+  return env;
+}
+
 struct DaemonOptions {
   std::filesystem::path binary;
   std::vector<std::string> args;  // argv[1..]
   // NAME=value entries for the child, on top of a small inherited base (PATH, locale, time
-  // zone, TMPDIR and the sanitizer options). Nothing else of the test's environment leaks in,
-  // so a stray AIOS_* variable on the test machine cannot change a daemon's configuration.
+  // zone, TMPDIR, the sanitizer options, TLS trust and proxies). Nothing else of the test's
+  // environment leaks in, so a stray AIOS_* variable on the test machine cannot change a daemon's
+  // configuration.
   std::vector<std::string> env;
   std::string ready_event = "TASK_API_LISTENING";  // "event" of the JSON log line that means ready
   std::string port_field = "port";                 // the field of that line holding the port
@@ -395,15 +418,10 @@ class Daemon {
   }
 
   std::vector<std::string> child_environment() const {
-    std::vector<std::string> env;
     static constexpr std::string_view kInherited[] = {
         "PATH",         "LANG",          "LC_ALL",       "TZ",          "TMPDIR",
         "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
-    for (const auto name : kInherited) {
-      if (const char* value = std::getenv(std::string(name).c_str())) {
-        env.push_back(std::string(name) + "=" + value);
-      }
-    }
+    std::vector<std::string> env = inherited_environment(kInherited);
     for (const auto& entry : options_.env) {
       const auto equals = entry.find('=');
       if (equals == std::string::npos || equals == 0) {

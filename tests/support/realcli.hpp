@@ -26,15 +26,18 @@ struct RealCli {
   }
 };
 
-// Runs scripts/install-realcli and returns where it put the CLIs; throws when it fails.
+// Runs scripts/install-realcli (scripts/test has run it already, so this is a cache hit there) and
+// returns where it put the CLIs; throws when it fails, so a test calling it from its body fails
+// rather than being skipped as it would be from SetUpTestSuite.
 inline RealCli install_realcli() {
-  std::vector<std::string> environment;
-  for (const char* name :
-       {"PATH", "HOME", "AIOS_REALCLI_HOME", "XDG_CACHE_HOME", "TMPDIR", "npm_config_registry",
-        "npm_config_cache", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}) {
-    if (const char* value = std::getenv(name))
-      environment.push_back(std::string(name) + "=" + value);
-  }
+  static constexpr std::string_view kInstallerVariables[] = {"PATH",
+                                                             "HOME",
+                                                             "AIOS_REALCLI_HOME",
+                                                             "XDG_CACHE_HOME",
+                                                             "TMPDIR",
+                                                             "npm_config_registry",
+                                                             "npm_config_cache"};
+  const auto environment = inherited_environment(kInstallerVariables);
   std::string out;
   std::string err;
   process::Spec spec;
