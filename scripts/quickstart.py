@@ -28,9 +28,37 @@ print(json.dumps({"answer": "demo agent read the goal: " + goal, "words": len(go
 """
 
 
+# The live "waiting: N/5 done" line is redrawn in place on a terminal only; piped output (CI, a
+# log file) gets whole lines.
+LIVE = sys.stdout.isatty()
+CLEAR = f"\r{' ' * 30}\r" if LIVE else ""
+
+
 def say(task, text):
-    # \r and spaces first: the line replaces the live progress line.
-    print(f"\r{' ' * 30}\r{time.monotonic() - T0:7.2f}s  {task:<22} {text}", flush=True)
+    print(f"{CLEAR}{time.monotonic() - T0:7.2f}s  {task:<22} {text}", flush=True)
+
+
+def agent_answer(result):
+    """The agent's answer in its runtime's JSON (the demo's "answer", OpenClaw's payload text),
+    else the output text as the executor bounded it."""
+    output = result.get("output_json")
+    if isinstance(output, dict):
+        if isinstance(output.get("answer"), str):
+            return output["answer"]
+        texts = [p.get("text") for p in output.get("payloads") or [] if isinstance(p, dict)]
+        if texts and all(isinstance(t, str) for t in texts):
+            return " ".join(texts)
+    return str(result.get("output_text") or "")
+
+
+def summary(view):
+    """The result column: what the agent answered, the commit, or the output digest."""
+    result = view.get("result") or {}
+    if view["metadata"]["execution"]["action"] == "agent_runtime":
+        text = " ".join(agent_answer(result).split())
+        return json.dumps(text[:57] + "..." if len(text) > 60 else text, ensure_ascii=False)
+    extra = result.get("commit_oid") or result.get("output_sha256") or result.get("classification")
+    return str(extra)[:40]
 
 
 def fail(text):
@@ -271,15 +299,14 @@ def run(args, state, suite):
         if time.monotonic() > deadline:
             missing = [t for t in tasks if t not in rows]
             fail(f"not finished in {args.timeout:.0f}s: {', '.join(missing)}")
-        print(f"\r  waiting: {len(rows)}/{len(tasks)} done", end="", flush=True)
+        if LIVE:
+            print(f"\r  waiting: {len(rows)}/{len(tasks)} done", end="", flush=True)
         time.sleep(0.2)
-    print("\r" + " " * 30)
+    print(CLEAR)
     print(f"{'task':<18} {'status':<10} {'attempt':<8} {'action':<14} result")
     for task_id, (status, view) in rows.items():
-        result = view.get("result") or {}
-        extra = result.get("commit_oid") or result.get("output_sha256") or result.get("classification")
         print(f"{task_id:<18} {status:<10} {view['attempt']:<8} "
-              f"{view['metadata']['execution']['action']:<14} {str(extra)[:40]}")
+              f"{view['metadata']['execution']['action']:<14} {summary(view)}")
     print(f"\nbranches in {authority}:")
     print(git("--git-dir", str(authority), "branch", "--list", "agent/*", "-v"))
     if args.keep:

@@ -3,7 +3,8 @@
 Node 24 and the OpenClaw CLI, a fake OpenAI-compatible server on 127.0.0.1 plays the model, and
 scripts/quickstart.py runs its openclaw task through that real CLI with --openclaw-profile,
 --credentials-directory and --executable-root. Asserts the quickstart succeeds, the model was
-called with the provider key, and the key appears in none of the quickstart's output or logs."""
+called with the provider key, the key appears in none of the quickstart's output or logs, and the
+piped output is whole lines whose openclaw row shows the agent's answer."""
 
 import json
 import os
@@ -90,6 +91,11 @@ def main():
         if not any(call.get("path", "").endswith(("/chat/completions", "/responses"))
                    for call in calls):
             problems.append("the real OpenClaw never called the model")
+        if "\r" in run.stdout:
+            problems.append("piped output redraws a live line (\\r) instead of whole lines")
+        row = next((line for line in run.stdout.splitlines() if line.startswith("qs-openclaw ")), "")
+        if f'"{reply}"' not in row:
+            problems.append(f"the openclaw row does not show the agent's answer: {row!r}")
         if provider_key in run.stdout + run.stderr:
             problems.append("the provider key reached the quickstart's output")
         state = next((line.split(": ", 1)[1].split(" ")[0] for line in run.stdout.splitlines()
