@@ -107,6 +107,8 @@ expect_dir /var/lib/aios-external-agent-executor "aios-engineering-executor:aios
 expect_dir /var/lib/aios-external-agent-executor/started "aios-engineering-executor:aios-executor-exchange 750"
 expect_dir /var/lib/aios-online-agent-worker "aios-engineering-worker:aios-engineering-worker 750"
 expect_dir /var/lib/aios-agent-runtime-broker/worktrees "aios-engineering-worker:aios-agent-runtime-exchange 2770"
+expect_dir /var/lib/aios-agent-runtime-broker/exchange/requests "aios-engineering-worker:aios-agent-runtime-exchange 2770"
+expect_dir /var/lib/aios-agent-runtime-broker/exchange/started "aios-engineering-executor:aios-agent-runtime-exchange 750"
 expect_dir /etc/aios/external-agent-runtime.d "root:root 755"
 
 # No installed file is writable by anyone but root.
