@@ -315,15 +315,17 @@ def run(args, state, suite):
 
 
 def rework(api, bridge, rebind_port, control, task_id):
-    """NEEDS_REWORK, a deterministic plan, and the owner's rebind with plain curl."""
+    """A deterministic plan, NEEDS_REWORK, and the owner's rebind with plain curl. The plan goes
+    first: a worker polling the returned task then finds the drift and leaves it alone, where it
+    would otherwise claim the capture again before the owner rebinds it."""
+    plan = bridge.call("POST", "/v2/plans", {"task_id": task_id, "change_set": [
+        {"path": "docs/REBOUND-NOTE.md", "operation": "write_file",
+         "content": "Rebound by the owner in the quickstart.\n"}]})
     view = api.call("GET", f"/v1/tasks/{task_id}")
     api.call("POST", f"/v1/tasks/{task_id}/verification",
              {"expected_revision": view["revision"], "decision": "NEEDS_REWORK",
               "reason": "turn the capture into a change"})
     say(task_id, "NEEDS_REWORK -> QUEUED")
-    plan = bridge.call("POST", "/v2/plans", {"task_id": task_id, "change_set": [
-        {"path": "docs/REBOUND-NOTE.md", "operation": "write_file",
-         "content": "Rebound by the owner in the quickstart.\n"}]})
     view = api.call("GET", f"/v1/tasks/{task_id}")
     body = {"expected_status": view["status"], "expected_revision": view["revision"],
             "expected_attempt": view["attempt"],
