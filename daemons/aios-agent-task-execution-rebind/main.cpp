@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
     const aios::SystemClock clock;
     aios::ExecutionRebindStore store(db, std::move(resolver), authorization, clock);
     aios::ExecutionRebindApi api(store, token);
+    options.admits = [&api](const aios::http::Request& request) { return api.admits(request); };
     aios::http::Server server(
         options, [&api](const aios::http::Request& request) { return api.handle(request); });
     server.start();

@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
     options.on_unhandled_exception = [](std::string_view what) {
       aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
     };
+    options.admits = [&api](const aios::http::Request& request) { return api.admits(request); };
     aios::http::Server server(
         options, [&api](const aios::http::Request& request) { return api.handle(request); });
     aios::Bridge bridge(db, plane, clock, token,
@@ -129,6 +130,9 @@ int main(int argc, char** argv) {
     bridge_options.port = bridge_port;
     // A plan carries whole files; the envelope's own limit (16 MiB canonical) is the bound.
     bridge_options.max_body_bytes = 17 * 1024 * 1024;
+    bridge_options.admits = [&bridge](const aios::http::Request& request) {
+      return bridge.admits(request);
+    };
     aios::http::Server bridge_server(bridge_options, [&bridge](const aios::http::Request& request) {
       return bridge.handle(request);
     });

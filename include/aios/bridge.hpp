@@ -40,6 +40,8 @@ class Bridge {
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
+  // For ServerOptions::admits: the bearer token is the owner's or an issued agent's.
+  bool admits(const http::Request& request);
 
   // Owner: {task_id, change_set, verification[, governance][, capability_scope]} registers the
   // task's deterministic plan. {201 new | 200 same plan again, plan view}.

@@ -20,6 +20,17 @@ namespace aios {
 // valid UTF-8 (no Python str holds them) and nesting deeper than 1000 levels.
 std::string canonical_json(const nlohmann::json& value);
 
+// The deepest nesting of arrays and objects that any JSON reader of the suite accepts: HTTP
+// bodies, profiles, requests, results, plans, runtime results and checkpoints.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+// Parses `text` as JSON once a scan of the text itself has found arrays and objects nested at
+// most `max_depth` deep, so no deeper tree is ever built, copied or walked (a copy or a walk of
+// one recurses per level and a hostile body of 200,000 levels overflows a thread's stack).
+// Text that is not JSON gives a discarded value, as nlohmann::json::parse without exceptions
+// does; deeper nesting throws aios::Error JSON_NESTING_TOO_DEEP.
+nlohmann::json parse_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
+
 // Lower-case hex SHA-256 of `data` (OpenSSL).
 std::string sha256_hex(std::string_view data);
 

@@ -112,6 +112,17 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{30000};
   // How long stop() waits for requests already read to be answered.
   std::chrono::milliseconds drain_timeout{10000};
+  // Open connections at most, in all and from one peer address: a connection past either is
+  // answered 503 HTTP_CONNECTION_LIMIT and closed at once, so a flood costs one descriptor
+  // per connection for an instant and never a session.
+  std::size_t max_connections = 1024;
+  std::size_t max_connections_per_peer = 512;
+  // Asked once a request's headers are read, before a body over admit_before_bytes (or of
+  // unknown length, chunked) is read: false answers 401 UNAUTHORIZED and closes the connection
+  // without reading the body, so a caller without a valid token cannot make the server buffer
+  // a large one. Unset: every request is read. Called from io threads.
+  std::function<bool(const Request&)> admits;
+  std::size_t admit_before_bytes = 64 * 1024;
   unsigned threads = 4;             // io threads (0 is taken as 1)
   bool allow_non_loopback = false;  // false: start() refuses any address but 127/8 and ::1
   UnhandledExceptionObserver on_unhandled_exception;  // optional

@@ -130,6 +130,8 @@ class ExecutionRebindApi {
 
   // Never throws aios::Error: refusals are answered as {"error": CODE} with their status.
   http::Response handle(const http::Request& request);
+  // For ServerOptions::admits: the bearer token is the owner's (the only role here).
+  bool admits(const http::Request& request) const;
 
  private:
   http::Response route(const http::Request& request);

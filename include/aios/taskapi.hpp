@@ -47,6 +47,8 @@ class TaskApi {
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
+  // For ServerOptions::admits: the bearer token is the owner's or an issued agent's.
+  bool admits(const http::Request& request);
 
  private:
   http::Response route(const http::Request& request, std::string& route_name);

@@ -23,6 +23,11 @@ Bridge::Bridge(Database& db, TaskPlane& plane, const Clock& clock, std::string c
       control_token_(std::move(control_token)),
       options_(std::move(options)) {}
 
+bool Bridge::admits(const http::Request& request) {
+  return http::bearer_matches(request, control_token_) ||
+         plane_.authenticate_agent(request.bearer_token).has_value();
+}
+
 http::Response Bridge::handle(const http::Request& request) {
   try {
     return route(request);

@@ -100,7 +100,7 @@ std::optional<json> embedded_object(std::string_view text) {
   if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
     return std::nullopt;
   }
-  json value = json::parse(text.substr(open, close - open + 1), nullptr, false);
+  json value = parse_json(text.substr(open, close - open + 1));
   if (value.is_discarded() || !value.is_object()) return std::nullopt;
   return value;
 }
@@ -180,7 +180,7 @@ json validate_request(const json& value) {
 json parse_runtime_result(std::string_view stdout_text) {
   const auto trimmed = python_strip(stdout_text);
   if (trimmed.empty()) malformed("empty output");
-  const json value = json::parse(trimmed, nullptr, false);
+  const json value = parse_json(trimmed);
   if (value.is_discarded()) malformed("not JSON");
   return result_of(value);
 }
@@ -216,7 +216,7 @@ std::string render_agent_prompt(const json& request) {
 }
 
 json openclaw_runtime_result(std::string_view stdout_text) {
-  const json value = json::parse(python_strip(stdout_text), nullptr, false);
+  const json value = parse_json(python_strip(stdout_text));
   if (value.is_discarded() || !value.is_object() || !value.contains("ok") ||
       !value["ok"].is_boolean()) {
     malformed("not an OpenClaw agent exec JSON envelope");
@@ -249,7 +249,7 @@ json codex_runtime_result(std::string_view stdout_text) {
     const auto line = python_strip(stdout_text.substr(start, end - start));
     start = end + 1;
     if (line.empty()) continue;
-    const json event = json::parse(line, nullptr, false);
+    const json event = parse_json(line);
     if (event.is_discarded() || !event.is_object() || !event.contains("type") ||
         !event["type"].is_string()) {
       malformed("not Codex exec --json events");

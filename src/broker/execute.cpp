@@ -29,7 +29,7 @@ json read_request(const fs::path& path) {
   if (read.status != executor::files::ReadStatus::ok) {
     throw Error(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID, "unreadable request file");
   }
-  const json value = json::parse(read.content, nullptr, false);
+  const json value = parse_json(read.content);
   if (value.is_discarded()) throw Error(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID, "not JSON");
   return validate_request(value);
 }
@@ -175,7 +175,7 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   if (read.status != executor::files::ReadStatus::ok) {
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, backend_name);
   }
-  const json value = json::parse(read.content, nullptr, false);
+  const json value = parse_json(read.content);
   if (!value.is_object() || value.value("schema", json()) != json(kBackendSchema)) {
     config_invalid("schema");
   }
@@ -240,7 +240,7 @@ json exchange(const fs::path& root, const json& request, std::chrono::millisecon
       [&checked](const fs::path& path, const std::string& request_sha) {
         const auto read = executor::files::read_file(path, 16 * executor::kMaxRequestBytes);
         json value = read.status == executor::files::ReadStatus::ok
-                         ? json::parse(read.content, nullptr, false)
+                         ? parse_json(read.content)
                          : json(json::value_t::discarded);
         const auto field = [&](const char* name) { return value.value(name, json()); };
         if (value.is_discarded() || !value.is_object() ||

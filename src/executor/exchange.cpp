@@ -18,8 +18,7 @@ using nlohmann::json;
 // one naming no code of ours, is EXTERNAL_AGENT_EXECUTOR_FAILED.
 Error recorded_failure(const fs::path& path) {
   const auto read = files::read_file(path, kMaxRequestBytes);
-  const json value =
-      read.status == files::ReadStatus::ok ? json::parse(read.content, nullptr, false) : json();
+  const json value = read.status == files::ReadStatus::ok ? parse_json(read.content) : json();
   const json text = value.is_object() ? value.value("error", json()) : json();
   if (!text.is_string() || text.get_ref<const std::string&>().empty()) {
     return Error(ErrorCode::EXTERNAL_AGENT_EXECUTOR_FAILED);
@@ -34,7 +33,7 @@ Error recorded_failure(const fs::path& path) {
 json validated_result(const fs::path& path, const json& request, const std::string& request_sha) {
   // Output text and JSON are each at most 128 KiB, but JSON escapes can grow them sixfold.
   const auto read = files::read_file(path, 16 * kMaxRequestBytes);
-  json value = read.status == files::ReadStatus::ok ? json::parse(read.content, nullptr, false)
+  json value = read.status == files::ReadStatus::ok ? parse_json(read.content)
                                                     : json(json::value_t::discarded);
   if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_INVALID);
   const auto field = [&](const char* name) { return value.value(name, json()); };
@@ -85,9 +84,8 @@ json exchange_request(const fs::path& root, const std::string& request_id, const
   const fs::path request_path = requests / file;
   if (files::exists(request_path)) {
     const auto read = files::read_file(request_path, kMaxRequestBytes);
-    const json existing = read.status == files::ReadStatus::ok
-                              ? json::parse(read.content, nullptr, false)
-                              : json(json::value_t::discarded);
+    const json existing = read.status == files::ReadStatus::ok ? parse_json(read.content)
+                                                               : json(json::value_t::discarded);
     if (existing.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_EXISTING_REQUEST_INVALID);
     if (digest(existing) != request_sha) throw Error(ErrorCode::EXTERNAL_AGENT_REQUEST_ID_CONFLICT);
   } else {

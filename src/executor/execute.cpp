@@ -25,7 +25,7 @@ json read_request(const fs::path& request_path) {
   }
   if (read.status != files::ReadStatus::ok)
     throw Error(ErrorCode::EXTERNAL_AGENT_REQUEST_FILE_INVALID);
-  const json value = json::parse(read.content, nullptr, false);
+  const json value = parse_json(read.content);
   if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_REQUEST_JSON_INVALID);
   return validate_request(value);
 }

@@ -126,7 +126,7 @@ ParsedOutput parse_output(const RuntimeProfile& profile, const std::string& stdo
     if (text.size() > limit) text = bounded_text(text, limit);
   }
   if (profile.output_mode != OutputMode::stdout_text) {
-    json value = json::parse(text, nullptr, false);
+    json value = parse_json(text);
     if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_JSON_INVALID);
     redact_strings(value, secrets);
     parsed.json = std::move(value);

@@ -240,7 +240,7 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
   }
   const auto read = files::read_file(profile_root / (runtime + ".json"), kMaxProfileBytes);
   if (read.status != files::ReadStatus::ok) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
-  const json value = json::parse(read.content, nullptr, false);
+  const json value = parse_json(read.content);
   if (!value.is_object() || value.value("schema", json()) != json(kProfileSchema)) {
     refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
   }

@@ -1,12 +1,31 @@
 // The accept loop.
 #include "http/listener.hpp"
 
+#include <array>
 #include <chrono>
 #include <string>
 
+#include "http/response.hpp"
 #include "http/session.hpp"
 
 namespace aios::http::detail {
+namespace {
+
+// A connection past a limit gets the 503 in one best-effort write, never a session: a flood
+// must not make the server wait on the peer.
+void refuse_connection(tcp::socket& socket) {
+  const auto response = error_response(Error(ErrorCode::HTTP_CONNECTION_LIMIT));
+  std::string head;
+  write_head(response, false, false, head);
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  const std::array<net::const_buffer, 2> buffers{net::buffer(head), net::buffer(response.body)};
+  socket.write_some(buffers, ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
+}  // namespace
 
 Listener::Listener(net::io_context& io, const tcp::endpoint& endpoint,
                    std::shared_ptr<ServerState> state)
@@ -61,15 +80,30 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
     backoff_.async_wait(beast::bind_front_handler(&Listener::on_backoff, shared_from_this()));
     return;
   }
+  beast::error_code ignored;
+  std::string peer = socket.remote_endpoint(ignored).address().to_string();
   std::shared_ptr<Session> session;
+  bool over_limit = false;
   {
     const std::lock_guard lock(state_->mutex);
     if (!state_->stopping.load()) {
-      session = std::make_shared<Session>(std::move(socket), state_);
-      state_->sessions.insert(session.get());
+      const auto& options = state_->options;
+      const auto from_peer = state_->per_peer.find(peer);
+      over_limit = state_->sessions.size() >= options.max_connections ||
+                   (from_peer != state_->per_peer.end() &&
+                    from_peer->second >= options.max_connections_per_peer);
+      if (!over_limit) {
+        ++state_->per_peer[peer];
+        session = std::make_shared<Session>(std::move(socket), state_, std::move(peer));
+        state_->sessions.insert(session.get());
+      }
     }
   }
-  if (session) session->start();  // otherwise `socket` closes here
+  if (session) {
+    session->start();
+  } else if (over_limit) {
+    refuse_connection(socket);
+  }  // otherwise (stopping) `socket` closes here
   accept();
 }
 

@@ -46,7 +46,7 @@ bool bearer_matches(const Request& request, std::string_view expected_token) {
 
 nlohmann::json json_object_body(const Request& request) {
   if (request.body.empty()) return nlohmann::json::object();
-  auto value = nlohmann::json::parse(request.body, nullptr, false);
+  auto value = parse_json(request.body);
   if (value.is_discarded() || !value.is_object()) throw Error(ErrorCode::REQUEST_INVALID);
   return value;
 }

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "aios/http.hpp"
@@ -26,9 +28,11 @@ struct ServerState {
   std::atomic<bool> stopping{false};      // set once by Server::stop
   std::atomic<std::size_t> in_flight{0};  // requests read and not yet answered
 
-  std::mutex mutex;                       // guards sessions
+  std::mutex mutex;                       // guards sessions and per_peer
   std::condition_variable drained;        // notified when a session leaves `sessions`
   std::unordered_set<Session*> sessions;  // open connections; a Session erases itself
+  // Open connections by peer address; a Session counts itself down, the last one erases it.
+  std::unordered_map<std::string, std::size_t> per_peer;
 };
 
 }  // namespace aios::http::detail

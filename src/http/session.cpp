@@ -31,8 +31,8 @@ constexpr std::size_t kTrimAfterBodyBytes = 256 * 1024;
 
 }  // namespace
 
-Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state)
-    : stream_(std::move(socket)), state_(std::move(state)) {
+Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::string peer_address)
+    : stream_(std::move(socket)), state_(std::move(state)), peer_(std::move(peer_address)) {
   beast::error_code ec;
   const auto peer = stream_.socket().remote_endpoint(ec);
   if (!ec) {
@@ -46,6 +46,10 @@ Session::~Session() {
   if (counted_) state_->in_flight.fetch_sub(1);
   const std::lock_guard lock(state_->mutex);
   state_->sessions.erase(this);
+  if (const auto peer = state_->per_peer.find(peer_);
+      peer != state_->per_peer.end() && --peer->second == 0) {
+    state_->per_peer.erase(peer);
+  }
   state_->drained.notify_all();
 }
 
@@ -78,12 +82,21 @@ void Session::read_header() {
 void Session::on_header(beast::error_code ec, std::size_t) {
   if (ec) return on_read_failed(ec);
   if (parser_->is_done()) return answer();
+  if (!admitted()) return refuse(ErrorCode::UNAUTHORIZED);
   if (parser_->expects_continue()) {
     net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                      beast::bind_front_handler(&Session::on_continue_sent, shared_from_this()));
     return;
   }
   read_body();
+}
+
+bool Session::admitted() const {
+  const auto& options = state_->options;
+  if (!options.admits) return true;
+  const auto length = parser_->content_length();
+  if (length && *length <= options.admit_before_bytes) return true;
+  return options.admits(request_);
 }
 
 void Session::on_continue_sent(beast::error_code ec, std::size_t) {

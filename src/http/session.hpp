@@ -20,8 +20,9 @@ namespace aios::http::detail {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  // The caller has registered the session in state->sessions.
-  Session(tcp::socket socket, std::shared_ptr<ServerState> state);
+  // The caller has registered the session in state->sessions and counted it in
+  // state->per_peer[peer].
+  Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::string peer);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -39,6 +40,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_header();
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_continue_sent(beast::error_code ec, std::size_t bytes);
+  bool admitted() const;
   void read_body();
   void on_body(beast::error_code ec, std::size_t bytes);
   void on_read_failed(beast::error_code ec);
@@ -52,6 +54,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   std::shared_ptr<ServerState> state_;
+  const std::string peer_;  // the key of this connection in state_->per_peer
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
   Request request_;

@@ -35,7 +35,7 @@ ExecutionResolver make_bridge_execution_resolver(std::string_view base_url,
     const std::string body =
         canonical_json({{"task_id", task_id}, {"required_capabilities", capabilities}});
     const auto response = http::request("POST", url, token, body, timeout);
-    auto value = nlohmann::json::parse(response.body, nullptr, false);
+    auto value = parse_json(response.body);
     if (!value.is_object()) throw Error(ErrorCode::CANONICAL_EXECUTION_RESPONSE_INVALID);
     if (response.status != 200) {
       const auto code = value.find("error");

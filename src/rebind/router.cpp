@@ -1,3 +1,4 @@
+#include "aios/canonical.hpp"
 #include "aios/log.hpp"
 #include "aios/rebind.hpp"
 #include "envelope/fields.hpp"
@@ -27,6 +28,10 @@ std::string_view rebind_task_id(std::string_view target) {
 ExecutionRebindApi::ExecutionRebindApi(ExecutionRebindStore& store, std::string control_token)
     : store_(store), control_token_(std::move(control_token)) {}
 
+bool ExecutionRebindApi::admits(const http::Request& request) const {
+  return http::bearer_matches(request, control_token_);
+}
+
 http::Response ExecutionRebindApi::handle(const http::Request& request) {
   try {
     return route(request);
@@ -50,7 +55,7 @@ http::Response ExecutionRebindApi::route(const http::Request& request) {
 }
 
 http::Response ExecutionRebindApi::rebind(const http::Request& request, std::string_view task_id) {
-  const auto body = nlohmann::json::parse(request.body, nullptr, false);
+  const auto body = parse_json(request.body);
   if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   try {
     const auto result = store_.rebind(task_id, ExecutionRebindRequest::from_mapping(body));

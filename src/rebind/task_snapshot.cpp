@@ -37,14 +37,14 @@ bool truthy(const nlohmann::json& value) {
 // The digest of the stored verification; a task never verified hashes as {}.
 std::string verification_sha(const std::optional<std::string>& raw) {
   if (blank(raw)) return digest(nlohmann::json::object());
-  const auto value = nlohmann::json::parse(*raw, nullptr, false);
+  const auto value = parse_json(*raw);
   if (value.is_discarded()) fail(ErrorCode::TASK_VERIFICATION_INVALID);
   return digest(value);
 }
 
 nlohmann::json metadata_object(const std::optional<std::string>& raw) {
   if (!raw) fail(ErrorCode::TASK_METADATA_INVALID);
-  auto value = nlohmann::json::parse(*raw, nullptr, false);
+  auto value = parse_json(*raw);
   if (!value.is_object()) fail(ErrorCode::TASK_METADATA_INVALID);
   return value;
 }
@@ -58,7 +58,7 @@ bool is_string_list(const nlohmann::json& value) {
 nlohmann::json required_capabilities(const std::optional<std::string>& raw,
                                      const nlohmann::json& old_execution) {
   if (!blank(raw)) {
-    const auto value = nlohmann::json::parse(*raw, nullptr, false);
+    const auto value = parse_json(*raw);
     if (is_string_list(value)) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& item : value) {

@@ -53,6 +53,11 @@ http::Response ok(const nlohmann::json& body) {
 TaskApi::TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics)
     : plane_(plane), control_token_(std::move(control_token)), metrics_(metrics) {}
 
+bool TaskApi::admits(const http::Request& request) {
+  return http::bearer_matches(request, control_token_) ||
+         plane_.authenticate_agent(request.bearer_token).has_value();
+}
+
 http::Response TaskApi::handle(const http::Request& request) {
   const auto started = std::chrono::steady_clock::now();
   std::string route_name = "unknown";

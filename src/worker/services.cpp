@@ -14,7 +14,7 @@ std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const 
                                                  const nlohmann::json* body) const {
   const auto response = http::request(method, base_url_ + path, token_,
                                       body != nullptr ? body->dump() : std::string(), timeout_);
-  auto value = nlohmann::json::parse(response.body, nullptr, false);
+  auto value = parse_json(response.body);
   if (value.is_discarded() || !value.is_object()) {
     throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
   }
@@ -47,7 +47,7 @@ namespace {
 // A row whose state is not a JSON object (a damaged file) is a store failure with a code, not
 // a parser exception that would take the worker down without one (found by fuzzing).
 Checkpoint checkpoint_of(SQLite::Statement& query) {
-  auto state = nlohmann::json::parse(query.getColumn(5).getString(), nullptr, false);
+  auto state = parse_json(query.getColumn(5).getString());
   // Claimed rows of earlier builds stored an empty state as null.
   if (state.is_null()) state = nlohmann::json::object();
   if (!state.is_object()) {

@@ -197,4 +197,26 @@ TEST(Units, EveryUnitNotifiesAndHasAWatchdog) {
   }
 }
 
+// A connection flood or a runaway child is bounded by its unit: every unit caps memory, tasks
+// and open files, and the listeners' units allow more descriptors than their connection caps.
+TEST(Units, EveryUnitBoundsMemoryTasksAndDescriptors) {
+  const std::regex memory(R"(\nMemoryMax=[0-9]+[KMG]\n)");
+  const std::regex tasks(R"(\nTasksMax=([0-9]+)\n)");
+  const std::regex files(R"(\nLimitNOFILE=([0-9]+)\n)");
+  for (const auto& budget : kUnitBudgets) {
+    const auto unit = read_file(std::string("deploy/systemd/") + budget.unit);
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(unit, memory)) << budget.unit;
+    ASSERT_TRUE(std::regex_search(unit, match, tasks)) << budget.unit;
+    EXPECT_GE(std::stoi(match[1]), 64) << budget.unit;
+    ASSERT_TRUE(std::regex_search(unit, match, files)) << budget.unit;
+    // One listener holds up to 1,024 connections (http::ServerOptions::max_connections).
+    EXPECT_GE(std::stoi(match[1]), 4096) << budget.unit;
+  }
+  const auto scheduler = read_file("deploy/systemd/aios-agent-task-api.service");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(scheduler, match, files));
+  EXPECT_GE(std::stoi(match[1]), 8192) << "the Task API and the Bridge listen in one process";
+}
+
 }  // namespace

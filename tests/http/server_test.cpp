@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aios/http.hpp"
@@ -155,6 +157,93 @@ TEST(HttpServer, HonoursExpectContinue) {
   EXPECT_EQ(client.received(), "HTTP/1.1 100 Continue\r\n\r\n");
   client.send("hello");
   ASSERT_TRUE(client.read_until(R"("body":"hello")"));
+}
+
+// Polls until the server holds `count` open connections (accepting is asynchronous).
+bool wait_for_connections(const Server& server, std::size_t count) {
+  for (int i = 0; i < 500; ++i) {
+    if (server.connections() == count) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// What the server writes to a connection that sends nothing, until it closes.
+std::string unasked(std::uint16_t port) {
+  testing::RawClient client(port);
+  if (!client.read_to_eof()) return "(the server kept the connection open)";
+  return client.received();
+}
+
+// Given a server holding its limit of open connections, a further connection should be answered
+// 503 HTTP_CONNECTION_LIMIT and closed without reaching the handler, and connections should be
+// taken again once one closes.
+TEST(HttpServer, AnswersConnectionsPastTheLimitWith503) {
+  ServerOptions options;
+  options.max_connections = 2;
+  const auto server = started(echo, options);
+  std::vector<std::unique_ptr<testing::RawClient>> held;
+  for (int i = 0; i < 2; ++i) held.push_back(std::make_unique<testing::RawClient>(server->port()));
+  ASSERT_TRUE(wait_for_connections(*server, 2));
+  const auto refused = unasked(server->port());
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  EXPECT_EQ(body_of(refused), R"({"error":"HTTP_CONNECTION_LIMIT"})");
+  EXPECT_NE(refused.find("Connection: close\r\n"), std::string::npos);
+  held.pop_back();
+  ASSERT_TRUE(wait_for_connections(*server, 1));
+  EXPECT_EQ(status_of(exchange(server->port(), "GET /again HTTP/1.0\r\n\r\n")), 200);
+}
+
+// Given one peer address holding its own limit, its next connection should be refused the same
+// way although the server as a whole has room.
+TEST(HttpServer, AnswersAPeerPastItsOwnLimitWith503) {
+  ServerOptions options;
+  options.max_connections = 64;
+  options.max_connections_per_peer = 1;
+  const auto server = started(echo, options);
+  auto held = std::make_unique<testing::RawClient>(server->port());
+  ASSERT_TRUE(wait_for_connections(*server, 1));
+  EXPECT_EQ(status_of(unasked(server->port())), 503);
+  held.reset();
+  ASSERT_TRUE(wait_for_connections(*server, 0));
+  EXPECT_EQ(status_of(exchange(server->port(), "GET /again HTTP/1.0\r\n\r\n")), 200);
+}
+
+// Given a server that admits only one bearer token, a body over admit_before_bytes (or chunked)
+// from any other caller should be refused 401 UNAUTHORIZED before it is read, the connection
+// closed and the handler never called; small bodies and the admitted token go through.
+TEST(HttpServer, RefusesLargeBodiesOfUnadmittedCallersBeforeReadingThem) {
+  std::atomic<int> calls{0};
+  ServerOptions options;
+  options.admit_before_bytes = 1024;
+  options.admits = [](const Request& r) { return r.bearer_token == "good-token"; };
+  const auto server = started(
+      [&](const Request& r) {
+        ++calls;
+        return json_response(200, {{"size", r.body.size()}});
+      },
+      options);
+  const std::string large(200 * 1024, 'x');
+  for (const std::string token : {"", "bad-token"}) {
+    const auto refused = request("POST", url(server->port(), "/v1/tasks"), token, large, 5s);
+    EXPECT_EQ(refused.status, 401) << token;
+    EXPECT_EQ(refused.body, R"({"error":"UNAUTHORIZED"})");
+  }
+  const auto chunked = exchange(server->port(),
+                                "POST /v1/tasks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  EXPECT_EQ(status_of(chunked), 401);
+  EXPECT_NE(chunked.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_EQ(calls.load(), 0);
+
+  EXPECT_EQ(
+      request("POST", url(server->port(), "/v1/tasks"), "bad-token", std::string(1024, 'x'), 5s)
+          .status,
+      200);
+  const auto admitted = request("POST", url(server->port(), "/v1/tasks"), "good-token", large, 5s);
+  EXPECT_EQ(admitted.status, 200);
+  EXPECT_EQ(admitted.body, R"({"size":204800})");
+  EXPECT_EQ(calls.load(), 2);
 }
 
 // Given an HTTP/1.0 request without keep-alive, we should answer and close.

@@ -1,7 +1,9 @@
 # Security hardening (issue 11): the authorization matrix over every endpoint of the three
-# servers, and the secret canary through a full worker + executor run.
+# servers, bodies nested past the JSON depth bound, and the secret canary through a full
+# worker + executor run.
 aios_integration_test(security_integration_tests
   security/authorization_matrix_test.cpp
+  security/hostile_json_test.cpp
   security/secret_canary_test.cpp)
 add_dependencies(security_integration_tests aios-agent-task-execution-rebind
   aios-online-agent-worker aios-external-agent-executor)
