@@ -164,6 +164,28 @@ TEST_F(SchedulerRandomKillTest, RandomKillsUnderTrafficLoseNoAcknowledgedResult)
   std::mt19937 random(20261130);
   std::map<std::string, Json> acknowledged;  // task id -> the result the scheduler accepted
   int sequence = 0;
+  // The kill lands at a random moment within about two rounds of traffic, measured here: a
+  // fixed window (40 ms once) is shorter than one round on a slow disk or under the sanitizers,
+  // and then no round ever completes before its kill.
+  const auto round_started = std::chrono::steady_clock::now();
+  {
+    ApiClient owner_client(port(), scheduler().control_token());
+    ApiClient agent(port(), token);
+    const std::string id = "task-random-timing";
+    const Reply created = owner_client.post("/v1/tasks", taskapi_test::source_capture_task(id));
+    const Reply lease = agent.post("/v1/tasks/" + id + "/claim",
+                                   {{"worker_id", "worker-random"},
+                                    {"expected_revision", created.body.at("revision")},
+                                    {"execution_digest", created.body.at("execution_digest")}});
+    agent.post("/v1/tasks/" + id + "/result",
+               taskapi_test::result_body(lease.body, lease.body.at("execution_digest"), id,
+                                         {{"summary", id}}));
+  }
+  const auto window =
+      static_cast<unsigned>(2 * std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - round_started)
+                                    .count() +
+                            1);
   auto& process = scheduler().process();
   for (int kill = 0; kill < kills; ++kill) {
     std::atomic<bool> done{false};
@@ -195,7 +217,7 @@ TEST_F(SchedulerRandomKillTest, RandomKillsUnderTrafficLoseNoAcknowledgedResult)
         // The scheduler died under the request: this round of traffic ends.
       }
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 40));
+    std::this_thread::sleep_for(std::chrono::milliseconds(random() % window));
     process.kill();
     done = true;
     traffic.join();
