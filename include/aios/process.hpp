@@ -11,8 +11,23 @@
 //
 // Thread-safe: any number of threads may run children at once. SIGPIPE from a child that stops
 // reading its stdin is blocked and consumed in the calling thread, so callers need not ignore it.
+//
+// With a Sandbox, the child is confined (docs/security.md, "The sandbox"): it starts in a new
+// user and network namespace made for it (its uid mapped to itself, loopback up, nothing else),
+// with the resource limits set, and runs under bubblewrap (/usr/bin/bwrap) in its own mount,
+// PID, IPC and UTS namespaces and session. Its mount view holds the system (/usr, /etc) and the
+// `read_only` paths read-only, the `writable` paths read-write, a private size-bounded /tmp, its
+// own /proc and a minimal /dev; `hidden` paths are masked wherever a visible path contains
+// them. When its first process exits or the deadline passes, every process of it is gone. The
+// only network it has is a listener inside its namespace for each allowed destination, relayed
+// by this process to the real host:port. Started by root, the child runs as nobody (65534), and
+// the writable paths are handed to nobody first (chown, recursively) and back to us after.
+// bubblewrap adds PWD (the working directory) to the environment, and reports a child killed
+// by signal N as exit status 128 + N, so in a sandbox an exit status of 129 to 192 reads as -1
+// to -64 (as a shell's $? would).
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -21,6 +36,40 @@
 #include <vector>
 
 namespace aios::process {
+
+// One host:port a sandboxed child may reach. `host` is an IPv4 address or a DNS name; inside
+// the sandbox a name resolves (its /etc/hosts) to an address of 127.254.0.0/16.
+struct Destination {
+  std::string host;
+  std::uint16_t port = 0;
+  friend bool operator==(const Destination&, const Destination&) = default;
+};
+
+// "host:port" with a port 1..65535 and a host that is an IPv4 address or a DNS name (letters,
+// digits, '-', '.'; 1..253 characters); nullopt for anything else (IPv6 included).
+std::optional<Destination> parse_destination(std::string_view text);
+
+// Per process of the sandbox (setrlimit), except `processes`, which bounds all of its processes
+// and threads together (RLIMIT_NPROC counted in its own user namespace), and `tmp_bytes`, the
+// size of its /tmp.
+struct Limits {
+  // RLIMIT_DATA. V8 maps large writable ranges it never touches (an OpenClaw backend with its
+  // worker threads fails to start under 4 GiB); the unit's MemoryMax= bounds what is resident.
+  std::uint64_t memory_bytes = 32ULL << 30;
+  std::uint64_t file_size_bytes = 1ULL << 30;
+  std::uint64_t open_files = 1024;
+  std::uint64_t cpu_seconds = 3600;
+  std::uint64_t processes = 512;
+  std::uint64_t tmp_bytes = 256ULL << 20;
+};
+
+struct Sandbox {
+  std::vector<std::filesystem::path> read_only;
+  std::vector<std::filesystem::path> writable;
+  std::vector<std::filesystem::path> hidden;
+  std::vector<Destination> network;  // empty: no network at all
+  Limits limits;
+};
 
 struct Spec {
   // argv[0] is the absolute path executed (never looked up in PATH, never a shell).
@@ -34,6 +83,8 @@ struct Spec {
   // Receive the child's output as it arrives, in order; each sink bounds what it keeps.
   std::function<void(std::string_view)> on_stdout;
   std::function<void(std::string_view)> on_stderr;
+  // Confines the child; nullopt runs it as it is (trusted helpers such as git).
+  std::optional<Sandbox> sandbox;
 };
 
 struct Outcome {
@@ -44,7 +95,8 @@ struct Outcome {
 };
 
 // Runs `spec` to completion. Throws std::system_error when the child cannot be started (the
-// executable is missing or not executable, posix_spawn or pipe creation failed); once it has
+// executable is missing or not executable, posix_spawn or pipe creation failed, the sandbox
+// could not be built, or bubblewrap could not exec the child); once it has
 // started, every outcome (exit, signal, timeout) is returned, never thrown, and the child has
 // been reaped.
 Outcome run(const Spec& spec);

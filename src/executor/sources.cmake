@@ -12,8 +12,12 @@ target_sources(aios_core PRIVATE
   executor/profile.cpp
   executor/request.cpp
   executor/rules.cpp
+  executor/sandbox.cpp
   executor/serve.cpp
   executor/watch.cpp
+  process/confine.cpp
+  process/relay.cpp
   process/run.cpp
+  process/sandbox_plan.cpp
   process/spawn.cpp
 )

@@ -10,10 +10,14 @@
 
 #include <array>
 #include <cerrno>
+#include <memory>
+#include <string>
 #include <system_error>
 
 #include "aios/process.hpp"
 #include "process/fd.hpp"
+#include "process/relay.hpp"
+#include "process/sandbox.hpp"
 #include "process/spawn.hpp"
 
 namespace aios::process {
@@ -106,7 +110,15 @@ int poll_timeout_ms(Clock::time_point deadline) {
 // The child as it runs: its descriptors and what is still owed to it.
 class Session {
  public:
-  Session(const Spec& spec, SigpipeGuard& sigpipe) : spec_(spec), sigpipe_(sigpipe) {}
+  Session(const Spec& spec, SigpipeGuard& sigpipe) : spec_(spec), sigpipe_(sigpipe) {
+    on_stderr_ = [this](std::string_view chunk) {
+      // The start of a sandbox's stderr tells bubblewrap's own failures from the child's.
+      if (spec_.sandbox && err_head_.size() < 512) {
+        err_head_.append(chunk.substr(0, 512 - err_head_.size()));
+      }
+      if (spec_.on_stderr) spec_.on_stderr(chunk);
+    };
+  }
 
   Outcome run() {
     const auto started = Clock::now();
@@ -127,6 +139,17 @@ class Session {
     if (!exited_) kill_group();
     outcome.exit_code = reap(pid_);
     outcome.elapsed = Clock::now() - started;
+    relay_.reset();
+    if (spec_.sandbox) settle_sandbox(outcome);
+    // What a sandbox started by root wrote as nobody is ours again (git, for one, refuses a
+    // worktree another user owns). The child is gone, so nothing races this.
+    for (const auto& path : handed_back_) {
+      try {
+        hand_tree(path, ::geteuid(), ::getegid());
+      } catch (const std::system_error&) {
+        // The caller reads what it needs as root either way.
+      }
+    }
     return outcome;
   }
 
@@ -137,8 +160,22 @@ class Session {
     if (feed) in = make_pipe(false);
     Pipe out = make_pipe(true);
     Pipe err = make_pipe(true);
-    pid_ = spawn(spec_.argv, spec_.environment, spec_.working_directory,
-                 {feed ? in.read.get() : -1, out.write.get(), err.write.get()});
+    const StandardFds fds{feed ? in.read.get() : -1, out.write.get(), err.write.get()};
+    if (spec_.sandbox) {
+      const Plan plan = plan_sandbox(spec_, procfs_mountable(), ::geteuid() == 0);
+      if (plan.staged) handed_back_ = spec_.sandbox->writable;
+      std::vector<Fd> listening;
+      pid_ = spawn_sandboxed(plan, spec_, fds, listening);
+      if (!listening.empty()) {
+        std::vector<std::pair<Fd, Destination>> relayed;
+        for (std::size_t i = 0; i < listening.size(); ++i) {
+          relayed.emplace_back(std::move(listening[i]), plan.listeners[i].destination);
+        }
+        relay_ = std::make_unique<Relay>(std::move(relayed));
+      }
+    } else {
+      pid_ = spawn(spec_.argv, spec_.environment, spec_.working_directory, fds);
+    }
     // The syscall itself: glibc 2.36's <sys/pidfd.h> lacks C linkage for C++.
     pidfd_ = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
     if (!pidfd_.valid()) {
@@ -172,7 +209,7 @@ class Session {
     }
     if (fds[0].revents != 0) feed_stdin();
     if (fds[1].revents != 0) drain(out_, spec_.on_stdout);
-    if (fds[2].revents != 0) drain(err_, spec_.on_stderr);
+    if (fds[2].revents != 0) drain(err_, on_stderr_);
     if (fds[3].revents != 0) {
       // The leader is now a zombie, so its group id cannot be reused yet: stop its helpers.
       exited_ = true;
@@ -200,6 +237,19 @@ class Session {
 
   void kill_group() const { ::kill(-pid_, SIGKILL); }
 
+  // bubblewrap exits 1 with "bwrap: ..." when it could not build the sandbox or exec the
+  // child: a failed start, as posix_spawn reports one. It reports a child killed by signal N
+  // as 128 + N, which is turned back into subprocess's -N.
+  void settle_sandbox(Outcome& outcome) const {
+    if (!outcome.timed_out && outcome.exit_code == 1 && err_head_.rfind("bwrap: ", 0) == 0) {
+      throw std::system_error(ENOEXEC, std::generic_category(),
+                              err_head_.substr(0, err_head_.find('\n')));
+    }
+    if (outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
+      outcome.exit_code = 128 - outcome.exit_code;
+    }
+  }
+
   const Spec& spec_;
   SigpipeGuard& sigpipe_;
   pid_t pid_ = -1;
@@ -209,6 +259,10 @@ class Session {
   Fd err_;
   std::size_t written_ = 0;
   bool exited_ = false;
+  std::unique_ptr<Relay> relay_;  // a sandbox's network, for as long as it runs
+  std::vector<std::filesystem::path> handed_back_;
+  std::function<void(std::string_view)> on_stderr_;
+  std::string err_head_;
 };
 
 }  // namespace

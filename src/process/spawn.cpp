@@ -29,16 +29,15 @@ void check(int error, const char* what) {
   if (error != 0) throw std::system_error(error, std::generic_category(), what);
 }
 
+}  // namespace
+
 std::vector<char*> pointers(const std::vector<std::string>& items) {
   std::vector<char*> out;
   out.reserve(items.size() + 1);
-  // posix_spawn takes char* const[] but never writes through it.
   for (const auto& item : items) out.push_back(const_cast<char*>(item.c_str()));
   out.push_back(nullptr);
   return out;
 }
-
-}  // namespace
 
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
             const std::filesystem::path& working_directory, StandardFds fds) {

@@ -15,6 +15,10 @@ struct StandardFds {
   int err = -1;
 };
 
+// Pointers to the items' characters, null-terminated, as exec and posix_spawn take them (which
+// never write through them).
+std::vector<char*> pointers(const std::vector<std::string>& items);
+
 // Starts argv[0] (absolute) as the leader of a new process group with `environment` as its
 // whole environment, `working_directory` as its cwd, an empty signal mask, default signal
 // dispositions and every descriptor above 2 closed. Throws std::system_error on failure

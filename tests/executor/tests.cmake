@@ -5,6 +5,7 @@
 # (installed by scripts/install-realcli, cached between runs).
 aios_test(executor_tests
   executor/process_test.cpp
+  executor/sandbox_test.cpp
   executor/profile_test.cpp
   executor/request_test.cpp
   executor/credentials_test.cpp

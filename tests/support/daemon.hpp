@@ -139,6 +139,23 @@ class ScopedTempDir {
 
 // --- Processes ---------------------------------------------------------------------------------
 
+// Processes on this host, other than the caller, whose command line holds `marker` (and, when
+// given, whose argv[0] starts with `program`, e.g. "/usr/bin/python3" for the interpreter a
+// profile resolves to /usr/bin/python3.11): what a sandboxed child left running, if anything.
+inline int processes_with(const std::string& marker, const std::string& program = "") {
+  int found = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::stoi(name) == ::getpid()) continue;
+    const auto cmdline = read_proc_file((entry.path() / "cmdline").string());
+    if (!program.empty() && cmdline.compare(0, program.size(), program) != 0) continue;
+    if (cmdline.find(marker) != std::string::npos) ++found;
+  }
+  return found;
+}
+
 // How a child ended.
 struct ExitStatus {
   bool exited = false;  // true: exit code in `code`; false: killed by `signal`

@@ -1,0 +1,272 @@
+// The sandbox of process::run, child by child: what a confined program sees, which processes
+// outlive it (none), which addresses it reaches (exactly its destinations) and how far it can
+// grow. The child is /usr/bin/python3 with a script that reports what it could do as JSON.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "aios/process.hpp"
+#include "support/daemon.hpp"
+#include "support/witness.hpp"
+
+namespace aios::process {
+namespace {
+
+namespace fs = std::filesystem;
+using aios::test::processes_with;
+using nlohmann::json;
+
+// The helpers every script starts with: try(name, f) records "ok: <value>" or the error type.
+constexpr std::string_view kPrelude = R"(import json, os, socket, sys, time
+report = {}
+def attempt(name, f):
+    try:
+        report[name] = "ok:" + str(f())
+    except BaseException as error:
+        report[name] = "refused:" + type(error).__name__ + ":" + str(getattr(error, "errno", ""))
+def connect(host, port, send=None):
+    with socket.create_connection((host, port), timeout=5) as s:
+        if send is None:
+            return "connected"
+        s.sendall(send)
+        s.shutdown(socket.SHUT_WR)
+        return s.recv(100).decode()
+)";
+
+struct Ran {
+  Outcome outcome;
+  json report;
+  std::string err;
+};
+
+Ran run_script(const std::string& body, Sandbox sandbox, const fs::path& cwd,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  Spec spec;
+  spec.argv = {"/usr/bin/python3", "-c",
+               std::string(kPrelude) + body + "\nprint(json.dumps(report))\n"};
+  spec.environment = {"LC_ALL=C.UTF-8", "ONLY=this"};
+  spec.working_directory = cwd;
+  spec.timeout = timeout;
+  spec.sandbox = std::move(sandbox);
+  std::string out;
+  Ran ran;
+  spec.on_stdout = [&](std::string_view chunk) { out.append(chunk); };
+  spec.on_stderr = [&](std::string_view chunk) { ran.err.append(chunk); };
+  ran.outcome = run(spec);
+  ran.report = json::parse(out.empty() ? "null" : out, nullptr, false);
+  return ran;
+}
+
+bool refused(const json& report, const char* name) {
+  return report.value(name, "").rfind("refused:", 0) == 0;
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(dir_ / "run");
+    fs::create_directories(dir_ / "secret");
+    fs::create_directories(dir_ / "config" / "hidden");
+    aios::test::write_text_file(dir_ / "secret" / "key", "SECRET-KEY");
+    // Readable by others: a sandbox started by root (as the tests are) runs as nobody.
+    aios::test::write_text_file(dir_ / "config" / "settings", "visible",
+                                fs::perms::owner_read | fs::perms::owner_write |
+                                    fs::perms::group_read | fs::perms::others_read);
+    aios::test::write_text_file(dir_ / "config" / "hidden" / "key", "HIDDEN-KEY");
+  }
+  Sandbox basic() const {
+    Sandbox sandbox;
+    sandbox.writable = {dir_ / "run"};
+    return sandbox;
+  }
+  aios::test::ScopedTempDir dir_{"aios-sandbox"};
+};
+
+// Given a sandbox with one writable directory, the child should see the system read-only, its
+// directory writable, and nothing else of the host: no other directory, no hidden path inside a
+// visible one, no process of the host, only the environment it was given.
+TEST_F(SandboxTest, SeesOnlyWhatItIsGiven) {
+  auto sandbox = basic();
+  sandbox.read_only = {dir_ / "config"};
+  sandbox.hidden = {dir_ / "config" / "hidden"};
+  const std::string d = dir_.path().string();
+  const auto ran = run_script(
+      "attempt('secret', lambda: open('" + d +
+          "/secret/key').read())\n"
+          "attempt('hidden', lambda: open('" +
+          d +
+          "/config/hidden/key').read())\n"
+          "attempt('config', lambda: open('" +
+          d +
+          "/config/settings').read())\n"
+          "attempt('write_config', lambda: open('" +
+          d +
+          "/config/new', 'w').write('x'))\n"
+          "attempt('write_run', lambda: open('" +
+          d +
+          "/run/out', 'w').write('x'))\n"
+          "attempt('write_usr', lambda: open('/usr/aios-escape', 'w').write('x'))\n"
+          "attempt('host_pid', lambda: open('/proc/" +
+          std::to_string(::getpid()) +
+          "/environ').read())\n"
+          "attempt('pids', lambda: sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+          "attempt('environment', lambda: sorted(os.environ))\n",
+      sandbox, dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  const auto& report = ran.report;
+  EXPECT_TRUE(refused(report, "secret")) << report;
+  EXPECT_TRUE(refused(report, "hidden")) << report;
+  EXPECT_EQ(report["config"], "ok:visible");
+  EXPECT_TRUE(refused(report, "write_config")) << report;
+  EXPECT_EQ(report["write_run"], "ok:1");
+  EXPECT_TRUE(refused(report, "write_usr")) << report;
+  EXPECT_TRUE(refused(report, "host_pid")) << report;
+  // bubblewrap's reaper and the script: nothing of the host's process table.
+  EXPECT_EQ(report["pids"], "ok:[1, 2]");
+  // bubblewrap adds PWD, the working directory it changed to.
+  EXPECT_EQ(report["environment"], "ok:['LC_ALL', 'ONLY', 'PWD']");
+  EXPECT_TRUE(fs::exists(dir_ / "run" / "out"));
+  EXPECT_FALSE(fs::exists(dir_ / "config" / "new"));
+}
+
+// Given a child that daemonises (fork, setsid, fork) and exits, nothing it started should be
+// running once the run has returned.
+TEST_F(SandboxTest, NothingOutlivesTheRun) {
+  const std::string marker = "aios-survivor-" + std::to_string(::getpid());
+  const auto ran = run_script(
+      "import subprocess\n"
+      "if os.fork() == 0:\n"
+      "    os.setsid()\n"
+      "    if os.fork() == 0:\n"
+      "        os.execv('/usr/bin/python3', ['python3', '-c', 'import time; time.sleep(60)', '" +
+          marker +
+          "'])\n"
+          "    os._exit(0)\n"
+          "time.sleep(0.5)\n"
+          "attempt('started', lambda: 1)\n",
+      basic(), dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+// Given a child that keeps running past its deadline with a daemonised helper, the timeout
+// should end both.
+TEST_F(SandboxTest, TheDeadlineEndsEveryProcess) {
+  const std::string marker = "aios-late-" + std::to_string(::getpid());
+  const auto ran = run_script(
+      "if os.fork() == 0:\n"
+      "    os.setsid()\n"
+      "    os.execv('/usr/bin/python3', ['python3', '-c', 'import time; time.sleep(60)', '" +
+          marker +
+          "'])\n"
+          "time.sleep(60)\n",
+      basic(), dir_ / "run", std::chrono::milliseconds(1500));
+  EXPECT_TRUE(ran.outcome.timed_out);
+  // The kernel tears the PID namespace down right after its first process is killed.
+  for (int i = 0; i < 50 && processes_with(marker) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+// Given no destinations, the child should have no network: the host's loopback services and
+// every other address are out of reach.
+TEST_F(SandboxTest, WithoutDestinationsThereIsNoNetwork) {
+  const aios::test::Witness host;
+  const auto port = std::to_string(host.port());
+  const auto ran = run_script("attempt('host_loopback', lambda: connect('127.0.0.1', " + port +
+                                  "))\n"
+                                  "attempt('other', lambda: connect('10.255.255.1', 80))\n",
+                              basic(), dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_TRUE(refused(ran.report, "host_loopback")) << ran.report;
+  EXPECT_TRUE(refused(ran.report, "other")) << ran.report;
+  EXPECT_EQ(host.size(), 0U);
+}
+
+// Given one destination on the host's loopback, the child should reach exactly it, under its
+// own address, and no other port of the host.
+TEST_F(SandboxTest, ReachesExactlyItsDestinations) {
+  const aios::test::Witness allowed;
+  const aios::test::Witness other;
+  auto sandbox = basic();
+  sandbox.network = {{"127.0.0.1", allowed.port()}};
+  const auto ran = run_script("attempt('allowed', lambda: connect('127.0.0.1', " +
+                                  std::to_string(allowed.port()) +
+                                  ", b'hi'))\n"
+                                  "attempt('other', lambda: connect('127.0.0.1', " +
+                                  std::to_string(other.port()) + "))\n",
+                              sandbox, dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.report["allowed"], "ok:ok") << ran.report;
+  EXPECT_EQ(allowed.records(), std::vector<std::string>{"hi"});
+  EXPECT_TRUE(refused(ran.report, "other")) << ran.report;
+  EXPECT_EQ(other.size(), 0U);
+}
+
+// Given a named destination, the sandbox's /etc/hosts should map the name to the listener that
+// relays to it, so a client that connects by name (TLS included) needs no proxy settings.
+TEST_F(SandboxTest, NamedDestinationsResolveInside) {
+  const aios::test::Witness allowed;
+  auto sandbox = basic();
+  sandbox.network = {{"localhost", allowed.port()}};
+  const auto ran =
+      run_script("attempt('named', lambda: connect('localhost', " + std::to_string(allowed.port()) +
+                     ", b'hi'))\n"
+                     "attempt('hosts', lambda: open('/etc/hosts').read())\n",
+                 sandbox, dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.report["named"], "ok:ok") << ran.report;
+  EXPECT_EQ(ran.report["hosts"], "ok:127.0.0.1\tlocalhost\n");
+}
+
+// Given limits, a fork bomb should stop at the process bound, a large file at the file size
+// limit and /tmp at its size; the bound counts only the sandbox's own processes.
+TEST_F(SandboxTest, LimitsBoundForksFilesAndTmp) {
+  auto sandbox = basic();
+  sandbox.limits.processes = 16;
+  sandbox.limits.file_size_bytes = 1 << 20;
+  sandbox.limits.tmp_bytes = 2 << 20;
+  const auto ran = run_script(
+      "children = []\n"
+      "def bomb():\n"
+      "    while len(children) < 200:\n"
+      "        pid = os.fork()\n"
+      "        if pid == 0:\n"
+      "            time.sleep(30)\n"
+      "            os._exit(0)\n"
+      "        children.append(pid)\n"
+      "attempt('bomb', bomb)\n"
+      "report['forked'] = len(children)\n"
+      "for pid in children: os.kill(pid, 9)\n"
+      "attempt('big_file', lambda: open('big', 'wb').write(b'x' * (2 << 20)))\n"
+      "attempt('fill_tmp', lambda: [open('/tmp/f%d' % i, 'wb').write(b'x' * (1 << 20))"
+      " for i in range(4)])\n",
+      sandbox, dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_TRUE(refused(ran.report, "bomb")) << ran.report;
+  EXPECT_GT(ran.report["forked"].get<int>(), 0);
+  EXPECT_LT(ran.report["forked"].get<int>(), 16);
+  EXPECT_TRUE(refused(ran.report, "big_file")) << ran.report;
+  EXPECT_TRUE(refused(ran.report, "fill_tmp")) << ran.report;
+  EXPECT_LE(fs::file_size(dir_ / "run" / "big"), 1U << 20);
+}
+
+// Given destination texts from a profile, only IPv4 or DNS hosts with a port 1..65535 pass.
+TEST(SandboxDestination, ParsesHostAndPort) {
+  EXPECT_EQ(parse_destination("127.0.0.1:8080"), (Destination{"127.0.0.1", 8080}));
+  EXPECT_EQ(parse_destination("api.openai.com:443"), (Destination{"api.openai.com", 443}));
+  for (const char* bad : {"", "host", "host:", "host:0", "host:65536", "host:08", ":80", "[::1]:80",
+                          "::1:80", "a..b:80", "-a:80", "a b:80", "host:80x"}) {
+    EXPECT_EQ(parse_destination(bad), std::nullopt) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace aios::process
