@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
 
   const aios::daemon::TerminationSignals signals;
   try {
+    config.agent_token_file = token_file;
     config.agent_token =
         aios::read_secret_file(token_file, 32, aios::ErrorCode::WORKER_AGENT_TOKEN_UNAVAILABLE,
                                aios::ErrorCode::WORKER_AGENT_TOKEN_INVALID);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "aios/error.hpp"
+#include "aios/process.hpp"
 
 namespace aios::executor {
 
@@ -70,14 +71,21 @@ struct RuntimeProfile {
   std::size_t max_output_bytes = kMaxOutputBytes;
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
   std::vector<CredentialBinding> credential_env;                 // sorted by env name
+  // The sandbox the child runs in (docs/executor.md, "Sandbox"): the only host:port
+  // destinations it reaches (none: no network), what it sees read-only besides the system and
+  // the executable roots, and its limits.
+  std::vector<process::Destination> network;
+  std::vector<std::filesystem::path> read_only_paths;
+  process::Limits limits;
 };
 
 // Loads and validates <profile_root>/<runtime>.json by the seed's rules: schema, runtime, an
 // allowlisted absolute executable (after resolving symlinks) under `executable_roots`, no
 // shell (also: the executable itself is not a shell), no secret-looking argument, node only
 // with a script under the roots and without -e/--eval/-p/--print/-r/--require, known modes,
-// timeout 1..3600 s, output limit 1024..131072 bytes, a non-secret fixed environment and a
-// provider-only credential mapping. Throws EXTERNAL_AGENT_* codes.
+// timeout 1..3600 s, output limit 1024..131072 bytes, a non-secret fixed environment, a
+// provider-only credential mapping and the sandbox fields (network, read_only_paths, limits).
+// Throws EXTERNAL_AGENT_* codes.
 RuntimeProfile load_profile(std::string_view runtime, const std::filesystem::path& profile_root,
                             const std::vector<std::filesystem::path>& executable_roots);
 
@@ -129,7 +137,18 @@ struct ExecuteOptions {
   // Called after validation, right before the child is spawned; serve mode records "started"
   // durably here. If it throws, the child is not spawned.
   std::function<void()> before_spawn;
+  // Never visible inside a child's sandbox, wherever a visible path contains them (the
+  // exchange root; serve mode adds it). The credential directory and temporary_root always are.
+  std::vector<std::filesystem::path> hidden;
 };
+
+// The sandbox of one child of `profile`: the system, the executable roots, the profile's
+// read_only_paths and every existing absolute path its argv or environment names as written
+// (a script, a configuration file) visible read-only; `writable` (the run's private directory, a worktree)
+// read-write; the credential directory, temporary_root (other runs), options.hidden and the
+// host's credential stores hidden; the profile's destinations and limits.
+process::Sandbox child_sandbox(const RuntimeProfile& profile, const ExecuteOptions& options,
+                               std::vector<std::filesystem::path> writable);
 
 // Runs one request file and writes its result to `result_path` (atomic, 0640, fsync'd file and
 // directory). Returns the result. Throws the EXTERNAL_AGENT_* code of the first refusal or

@@ -27,6 +27,8 @@ struct WorkerConfig {
   std::string task_api_url = "http://127.0.0.1:18940";
   std::string bridge_url = "http://127.0.0.1:18892";
   std::string agent_token;  // from $CREDENTIALS_DIRECTORY/agent_token; never logged
+  // Where the token file is; hidden from every verification command's sandbox.
+  std::filesystem::path agent_token_file;
   std::string agent_id = "aios-online-agent-worker";
   std::string agent_type = "generic";
   std::string agent_version = "1";

@@ -124,6 +124,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
     out.append(chunk);
   };
   spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
+  spec.sandbox = executor::child_sandbox(profile, execute, {worktree, temporary.path()});
 
   if (execute.before_spawn) execute.before_spawn();
   process::Outcome outcome;
@@ -183,7 +184,8 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   for (const auto& [key, item] : value.items()) {
     static const std::set<std::string> kKeys = {
         "schema",          "backend",          "protocol",    "argv",
-        "timeout_seconds", "max_output_bytes", "environment", "credential_env"};
+        "timeout_seconds", "max_output_bytes", "environment", "credential_env",
+        "network",         "read_only_paths",  "limits"};
     if (!kKeys.contains(key)) config_invalid("unknown field " + key);
   }
   Backend backend;
@@ -208,7 +210,16 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   const json request = read_request(request_path);
   const Backend backend = load_backend(request["backend"].get<std::string>(), options.config_root,
                                        options.executable_roots);
-  const json result = run_backend(request, backend, options, execute);
+  // The backend sees its own worktree and private directory; the other worktrees, the exchange
+  // and the credentials are not there at all.
+  executor::ExecuteOptions confined = execute;
+  confined.executable_roots = options.executable_roots;
+  confined.credentials_directory = options.credentials_directory;
+  confined.temporary_root = options.temporary_root;
+  confined.hidden.push_back(options.worktree_root);
+  confined.hidden.push_back(fs::absolute(request_path).parent_path());
+  confined.hidden.push_back(fs::absolute(result_path).parent_path());
+  const json result = run_backend(request, backend, options, confined);
   try {
     const fs::path target = fs::absolute(result_path);
     fs::create_directories(target.parent_path());

@@ -112,6 +112,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   spec.timeout = std::chrono::seconds(profile.timeout_seconds);
   if (profile.input_mode == InputMode::stdin_json) spec.stdin_data = payload_json;
   if (profile.input_mode == InputMode::stdin_text) spec.stdin_data = prompt;
+  spec.sandbox = child_sandbox(profile, options, {temporary.path()});
   spec.environment = {"PATH=/usr/bin:/usr/local/bin:/bin", "LC_ALL=C.UTF-8", "LANG=C.UTF-8",
                       "HOME=" + home.string(), "NO_COLOR=1"};
   for (const auto& [name, value] : profile.environment)
@@ -176,7 +177,11 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   fault_point("executor_request_accepted");
   const RuntimeProfile profile = load_profile(request["runtime"].get<std::string>(),
                                               options.profile_root, options.executable_roots);
-  const json result = run_agent(request, profile, options);
+  // The request and result directories are the exchange (or the caller's): never the child's.
+  ExecuteOptions confined = options;
+  confined.hidden.push_back(fs::absolute(request_path).parent_path());
+  confined.hidden.push_back(fs::absolute(result_path).parent_path());
+  const json result = run_agent(request, profile, confined);
   try {
     const fs::path target = fs::absolute(result_path);
     fs::create_directories(target.parent_path());

@@ -199,6 +199,76 @@ std::vector<CredentialBinding> profile_credentials(const json& value) {
   return result;
 }
 
+std::vector<process::Destination> profile_network(const json& value) {
+  std::vector<process::Destination> result;
+  if (value.is_null()) return result;
+  if (!value.is_array() || value.size() > 16)
+    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_NETWORK_INVALID);
+  for (const auto& item : value) {
+    const auto destination = item.is_string()
+                                 ? process::parse_destination(item.get_ref<const std::string&>())
+                                 : std::nullopt;
+    if (!destination) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_NETWORK_INVALID);
+    result.push_back(*destination);
+  }
+  return result;
+}
+
+std::vector<fs::path> profile_read_only_paths(const json& value) {
+  std::vector<fs::path> result;
+  if (value.is_null()) return result;
+  if (!value.is_array() || value.size() > 32) {
+    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_READ_ONLY_PATHS_INVALID);
+  }
+  for (const auto& item : value) {
+    const bool shaped = item.is_string() && !item.get_ref<const std::string&>().empty() &&
+                        item.get_ref<const std::string&>().front() == '/' &&
+                        item.get_ref<const std::string&>().find('\0') == std::string::npos;
+    if (!shaped || fs::path(item.get<std::string>()).lexically_normal() == "/") {
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_READ_ONLY_PATHS_INVALID);
+    }
+    result.emplace_back(item.get<std::string>());
+  }
+  return result;
+}
+
+// Each limit in its unit and range; absent ones keep process::Limits' defaults.
+process::Limits profile_sandbox_limits(const json& value) {
+  process::Limits limits;
+  if (value.is_null()) return limits;
+  if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
+  struct Field {
+    std::string_view name;
+    std::uint64_t low;
+    std::uint64_t high;
+    std::uint64_t scale;
+    std::uint64_t process::Limits::*member;
+  };
+  static constexpr std::array<Field, 6> kFields = {{
+      {"memory_mb", 64, 262144, 1ULL << 20, &process::Limits::memory_bytes},
+      {"file_size_mb", 1, 65536, 1ULL << 20, &process::Limits::file_size_bytes},
+      {"open_files", 16, 65536, 1, &process::Limits::open_files},
+      {"cpu_seconds", 1, 86400, 1, &process::Limits::cpu_seconds},
+      {"processes", 8, 4096, 1, &process::Limits::processes},
+      {"tmp_mb", 1, 16384, 1ULL << 20, &process::Limits::tmp_bytes},
+  }};
+  for (const auto& entry : value.items()) {
+    const std::string& name = entry.key();
+    const auto& item = entry.value();
+    const auto field = std::find_if(kFields.begin(), kFields.end(),
+                                    [&](const Field& f) { return f.name == name; });
+    if (field == kFields.end() || !item.is_number_integer() || item.get<long long>() < 0) {
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
+    }
+    const auto number = item.get<std::uint64_t>();
+    if (number < field->low || number > field->high) {
+      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
+    }
+    limits.*(field->member) = number * field->scale;
+  }
+  return limits;
+}
+
 }  // namespace
 
 std::vector<fs::path> default_executable_roots() {
@@ -229,6 +299,9 @@ void load_profile_limits(const json& value, RuntimeProfile& profile) {
   profile.max_output_bytes = static_cast<std::size_t>(*max_output);
   profile.environment = profile_environment(value.value("environment", json()));
   profile.credential_env = profile_credentials(value.value("credential_env", json()));
+  profile.network = profile_network(value.value("network", json()));
+  profile.read_only_paths = profile_read_only_paths(value.value("read_only_paths", json()));
+  profile.limits = profile_sandbox_limits(value.value("limits", json()));
 }
 
 RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,

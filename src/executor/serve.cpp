@@ -64,7 +64,10 @@ struct Server::State {
         requests(options.root / "requests"),
         results(options.root / "results"),
         failed(options.root / "failed"),
-        started(options.root / "started") {}
+        started(options.root / "started") {
+    // The whole exchange, markers included, is out of every child's sight.
+    options.execute.hidden.push_back(options.root);
+  }
 
   void consider(const std::string& name) {
     if (!is_request_name(name)) return;

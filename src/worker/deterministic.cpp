@@ -106,7 +106,8 @@ nlohmann::json run_deterministic(RunContext& run) {
       nlohmann::json tests = nlohmann::json::array();
       for (const auto& command : envelope.at("verification")) {
         run.heartbeat.alive("verification");
-        tests.push_back(run_verification(workspace.root(), workspace.worktree(), command));
+        tests.push_back(
+            run_verification(run.config, workspace.root(), workspace.worktree(), command));
         if (!tests.back().at("passed").get<bool>()) break;
       }
       state["tests"] = tests;

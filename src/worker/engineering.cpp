@@ -154,7 +154,8 @@ json run_engineering(RunContext& run) {
     json tests = json::array();
     for (const auto& command : plan) {
       run.heartbeat.alive("verification");
-      tests.push_back(run_verification(directory.root(), directory.worktree(), command));
+      tests.push_back(
+          run_verification(run.config, directory.root(), directory.worktree(), command));
       if (!tests.back().at("passed").get<bool>()) break;
     }
     state["tests"] = tests;

@@ -15,8 +15,8 @@ constexpr std::size_t kMaxTestOutput = 16 * 1024;
 
 }  // namespace
 
-nlohmann::json run_verification(const fs::path& run_root, const fs::path& worktree,
-                                const nlohmann::json& command) {
+nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_root,
+                                const fs::path& worktree, const nlohmann::json& command) {
   std::string output;
   const auto keep = [&output](std::string_view chunk) {
     output.append(chunk);
@@ -30,6 +30,18 @@ nlohmann::json run_verification(const fs::path& run_root, const fs::path& worktr
   spec.timeout = std::chrono::seconds(command.at("timeout_seconds").get<int>());
   spec.on_stdout = keep;
   spec.on_stderr = keep;
+  process::Sandbox sandbox;
+  sandbox.writable = {run_root};
+  sandbox.hidden = {config.state_root,     config.checkpoint_db.parent_path(),
+                    config.workspace_root, config.authority_git_dir,
+                    config.executor_root,  config.broker_root,
+                    "/etc/credstore",      "/etc/credstore.encrypted",
+                    "/etc/aios-gitops"};
+  if (!config.agent_token_file.empty()) {
+    sandbox.hidden.push_back(config.agent_token_file.parent_path());
+  }
+  sandbox.limits.cpu_seconds = static_cast<std::uint64_t>(spec.timeout.count() / 1000 + 1);
+  spec.sandbox = sandbox;
   process::Outcome outcome;
   try {
     outcome = process::run(spec);

@@ -10,9 +10,11 @@
 namespace aios::worker {
 
 // Runs one verification command ({label, argv, cwd, timeout_seconds}, already allowlisted) in
-// `worktree` with HOME and TMPDIR under `run_root`: argv, no shell, bounded output, timeout.
+// `worktree` with HOME and TMPDIR under `run_root`: argv, no shell, bounded output, timeout,
+// in a sandbox without network that sees the system and `run_root` only (not the worker's
+// state, checkpoints, token, other workspaces, the authority repository or the exchanges).
 // Returns {label, argv, exit_code, timed_out, passed, duration_ms, output}.
-nlohmann::json run_verification(const std::filesystem::path& run_root,
+nlohmann::json run_verification(const WorkerConfig& config, const std::filesystem::path& run_root,
                                 const std::filesystem::path& worktree,
                                 const nlohmann::json& command);
 
