@@ -64,11 +64,11 @@ def main():
                                                       "format": "dotenv",
                                                       "key": "ONEAPI_REGULAR_TOKEN"}},
                 "environment": {"OPENCLAW_CONFIG_PATH": str(work / "openclaw.json"),
-                                "OPENCLAW_HOME": str(work / "home"),
-                                "OPENCLAW_STATE_DIR": str(work / "state"),
                                 "NODE_COMPILE_CACHE": str(home / "node-compile-cache")},
                 "input_mode": "stdin_text", "output_mode": "stdout_json",
-                "max_output_bytes": 131072, "timeout_seconds": 120}))
+                "max_output_bytes": 131072, "timeout_seconds": 120,
+                # The agent's sandbox reaches the fake model and nothing else.
+                "network": [f"127.0.0.1:{port}"]}))
             credential = work / "credentials" / "aios-external-agent-oneapi-env"
             credential.write_text(f"ONEAPI_REGULAR_TOKEN={provider_key}\n")
             credential.chmod(0o600)
@@ -76,7 +76,8 @@ def main():
                 [sys.executable, str(ROOT / "scripts" / "quickstart.py"), "--timeout", "180",
                  "--openclaw-profile", str(profile),
                  "--credentials-directory", str(work / "credentials"),
-                 "--executable-root", str(node_root), "--executable-root", str(openclaw_root)],
+                 "--executable-root", str(home / "node"),
+                 "--executable-root", str(home / "openclaw")],
                 capture_output=True, text=True)
         finally:
             server.terminate()

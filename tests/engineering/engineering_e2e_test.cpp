@@ -30,11 +30,6 @@ class EngineeringE2E : public EngineeringTest {
     const auto failed = worker.find_event("TASK_FAILED");
     return failed ? failed->at("error").get<std::string>() : "";
   }
-
-  Json backend_record() {
-    std::ifstream in(record());
-    return Json::parse(in);
-  }
 };
 
 TEST_F(EngineeringE2E, EngineeringTaskIsCommittedWithExactlyTheBackendsEditAndSucceeds) {

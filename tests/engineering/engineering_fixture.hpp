@@ -24,10 +24,7 @@ inline constexpr std::string_view kFakeBackend = R"PY(
 import json, os, subprocess, sys, time
 request = json.load(sys.stdin)
 scenario = os.environ["AIOS_FAKE_SCENARIO"]
-with open(os.environ["AIOS_FAKE_RECORD"] + ".runs", "a") as runs:
-    runs.write("run\n")
-with open(os.environ["AIOS_FAKE_RECORD"], "w") as record:
-    json.dump({"cwd": os.getcwd(), "request": request, "environ": dict(os.environ)}, record)
+witness(json.dumps({"cwd": os.getcwd(), "request": request, "environ": dict(os.environ)}))
 
 def git(*args):
     subprocess.run(["/usr/bin/git", "-c", "user.name=backend", "-c",
@@ -67,20 +64,20 @@ class EngineeringTest : public WorkerTest {
  protected:
   std::filesystem::path broker_root() { return dir() / "broker"; }
   std::filesystem::path workspaces() { return dir() / "workspaces"; }
-  std::filesystem::path record() { return dir() / "backend-record.json"; }
 
   // The broker serving `backend` through the scripted Python backend.
   void start_broker(const std::string& backend, const std::string& scenario,
                     int timeout_seconds = 60) {
     const auto script = dir() / "backend.py";
-    test::write_text_file(script, std::string(kFakeBackend));
+    test::write_text_file(script, witness_.python() + std::string(kFakeBackend), kReadableByAll);
     serve_backend({{"schema", "aios.agent-runtime-broker.backend.v1"},
                    {"backend", backend},
                    {"protocol", "runtime-result"},
                    {"argv", {"/usr/bin/python3", script.string()}},
                    {"timeout_seconds", timeout_seconds},
-                   {"environment",
-                    {{"AIOS_FAKE_SCENARIO", scenario}, {"AIOS_FAKE_RECORD", record().string()}}}});
+                   {"environment", {{"AIOS_FAKE_SCENARIO", scenario}}},
+                   // What the backend saw reaches the test through the witness.
+                   {"network", {witness_.destination()}}});
   }
 
   // The broker serving the backend `conf` configures; `args` and `env` come on top of its
@@ -159,13 +156,11 @@ class EngineeringTest : public WorkerTest {
                  {"timeout_seconds", 30}}}}}}};
   }
 
-  // How often the backend ran.
-  std::size_t backend_runs() {
-    std::ifstream in(record().string() + ".runs");
-    std::size_t n = 0;
-    for (std::string line; std::getline(in, line);) ++n;
-    return n;
-  }
+  // How often the backend ran: it reports once per run.
+  std::size_t backend_runs() const { return witness_.size(); }
+
+  // What the backend saw in its last run: {cwd, request, environ}.
+  Json backend_record() const { return Json::parse(witness_.records().back()); }
 
   std::unique_ptr<test::Daemon> broker_;
   std::string agent_token_;

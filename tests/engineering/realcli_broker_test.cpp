@@ -44,6 +44,8 @@ json backend_config(const std::string& backend, const test::RealCli& cli, std::u
                     {{"credential", "aios-external-agent-oneapi-env"},
                      {"format", "dotenv"},
                      {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
+  // The backend's sandbox reaches the fake model and nothing else.
+  config["network"] = {"127.0.0.1:" + std::to_string(port)};
   if (backend == "codex") {
     config["protocol"] = "codex-exec";
     config["argv"] = {cli.codex_binary().string(),
@@ -105,8 +107,8 @@ json backend_config(const std::string& backend, const test::RealCli& cli, std::u
 
 std::vector<std::string> executable_roots(const std::string& backend, const test::RealCli& cli) {
   if (backend == "codex") return {"--executable-root", cli.codex_root.string()};
-  return {"--executable-root", cli.node_root.string(), "--executable-root",
-          cli.openclaw_root.string()};
+  return {"--executable-root", cli.node_install().string(), "--executable-root",
+          cli.openclaw_install().string()};
 }
 
 const std::string kLsanOptions =

@@ -75,7 +75,9 @@ TEST_F(ExecutorTest, ChildGetsFixedEnvironmentAndPrivateDirectory) {
                              {"LANG", "C.UTF-8"},
                              {"HOME", out["cwd"].get<std::string>() + "/home"},
                              {"NO_COLOR", "1"},
-                             {"RUNTIME_PROFILE_MARKER", "staging"}};
+                             {"RUNTIME_PROFILE_MARKER", "staging"},
+                             // bubblewrap sets it when it enters the private directory.
+                             {"PWD", out["cwd"]}};
   EXPECT_EQ(out["env"], expected_env);
   EXPECT_TRUE(out["home_is_dir"].get<bool>());
   EXPECT_EQ(std::filesystem::path(out["cwd"].get<std::string>()).parent_path(), temporary());
@@ -215,30 +217,24 @@ TEST_F(ExecutorTest, OutputAndStderrAreRedacted) {
 // Given a child that outlives the profile's timeout (and a helper it started), the whole
 // process group should be killed, EXTERNAL_AGENT_TIMEOUT thrown, and nothing left behind.
 TEST_F(ExecutorTest, TimeoutKillsTheProcessGroup) {
-  const auto pid_file = dir_ / "grandchild.pid";
-  auto profile =
-      python_profile("hermes", write_script("slow.py",
-                                            "import subprocess,sys,time\n"
-                                            "p=subprocess.Popen(['/usr/bin/sleep','60'])\n"
-                                            "open('" +
-                                                pid_file.string() +
-                                                "','w').write(str(p.pid))\n"
-                                                "time.sleep(60)\n"));
+  const std::string marker = "aios-grandchild-" + std::to_string(::getpid());
+  auto profile = python_profile(
+      "hermes", write_script("slow.py",
+                             "import subprocess,sys,time\n"
+                             "p=subprocess.Popen(['/usr/bin/python3','-c','import time; "
+                             "time.sleep(60)','" +
+                                 marker +
+                                 "'])\n"
+                                 "time.sleep(60)\n"));
   profile["timeout_seconds"] = 1;
   const auto started = std::chrono::steady_clock::now();
   EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_TIMEOUT");
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
-  const pid_t grandchild = std::stoi(read_text_file(pid_file));
-  // The grandchild was reparented and killed; once reaped by init it is gone.
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone =
-        ::kill(grandchild, 0) != 0 ||
-        aios::test::read_proc_file("/proc/" + std::to_string(grandchild) + "/stat").find(") Z") !=
-            std::string::npos;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The grandchild went with its sandbox's PID namespace.
+  for (int i = 0; i < 200 && aios::test::processes_with(marker) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_TRUE(gone);
+  EXPECT_EQ(aios::test::processes_with(marker), 0);
   EXPECT_TRUE(temporary_root_is_empty());
 }
 

@@ -64,9 +64,12 @@ class ExecutorTest : public ::testing::Test {
   std::filesystem::path request_path() const { return dir_ / "request.json"; }
   std::filesystem::path result_path() const { return dir_ / "result.json"; }
 
+  // Readable by others: the agent's sandbox, started by root (as the tests are), runs as nobody.
   std::filesystem::path write_script(const std::string& name, const std::string& source) {
     const auto path = dir_ / name;
-    write_text_file(path, source);
+    using std::filesystem::perms;
+    write_text_file(path, source,
+                    perms::owner_read | perms::owner_write | perms::group_read | perms::others_read);
     return path;
   }
   void write_profile(const std::string& runtime, const json& profile) {

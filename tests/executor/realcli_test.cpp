@@ -64,7 +64,10 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
                {"name", "fake-model"},
                {"contextWindow", 32768},
                {"maxTokens", 256}}}}}}}}}}};
-  write_text_file(work / "openclaw.json", config.dump(2));
+  // Readable by others: the agent's sandbox, started by root (as the tests are), runs as nobody.
+  write_text_file(work / "openclaw.json", config.dump(2),
+                  std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                      std::filesystem::perms::others_read);
 
   write_profile("openclaw", {{"schema", kProfileSchema},
                              {"runtime", "openclaw"},
@@ -80,13 +83,13 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
                                  {"key", "ONEAPI_REGULAR_TOKEN"}}}}},
                              {"environment",
                               {{"OPENCLAW_CONFIG_PATH", (work / "openclaw.json").string()},
-                               {"OPENCLAW_HOME", (work / "home").string()},
-                               {"OPENCLAW_STATE_DIR", (work / "state").string()},
                                {"NODE_COMPILE_CACHE", cli_->compile_cache.string()}}},
                              {"input_mode", "stdin_text"},
                              {"output_mode", "stdout_json"},
                              {"max_output_bytes", 131072},
-                             {"timeout_seconds", 120}});
+                             {"timeout_seconds", 120},
+                             // The agent's sandbox reaches the fake model and nothing else.
+                             {"network", {"127.0.0.1:" + std::to_string(port)}}});
 
   const auto credentials = dir_ / "credentials";
   std::filesystem::create_directories(credentials);
@@ -103,9 +106,9 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
                   "--profile-root",
                   profiles().string(),
                   "--executable-root",
-                  cli_->node_root.string(),
+                  cli_->node_install().string(),
                   "--executable-root",
-                  cli_->openclaw_root.string()};
+                  cli_->openclaw_install().string()};
   options.env = {"CREDENTIALS_DIRECTORY=" + credentials.string(), "TMPDIR=" + temporary().string()};
   options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
   options.port_field.clear();

@@ -3,11 +3,13 @@
 // SIGTERM, refusal of a secret-carrying environment, and the one-request command line.
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "aios/canonical.hpp"
 #include "aios/process.hpp"
 #include "executor/fixture.hpp"
+#include "support/witness.hpp"
 
 namespace aios::executor::test {
 namespace {
@@ -110,98 +112,73 @@ TEST_F(Serve, BadRequestsGoToFailedAndServingContinues) {
   EXPECT_TRUE(daemon_->stop().exited_with(0));
 }
 
-// Given --concurrency 3 and three requests that wait for each other, all three should run at
-// once; with the default of 1, never more than one runs.
+// Given --concurrency 3 and three requests, all three agents should run at once; with the
+// default of 1, never more than one runs. The host sees every sandboxed agent, so the test
+// counts them there (an agent has nowhere to leave a mark the others could see).
 TEST_F(Serve, RunsUpToConcurrencyRequestsAtOnce) {
-  const auto arrived = dir_ / "arrived";
-  std::filesystem::create_directories(arrived);
-  // A barrier: each waits (up to 10 s) until three have arrived.
-  write_profile(
-      "hermes",
-      python_profile("hermes",
-                     write_script("together.py",
-                                  "import json,os,time\n"
-                                  "d='" +
-                                      arrived.string() +
-                                      "'\n"
-                                      "open(os.path.join(d,str(os.getpid())),'w')"
-                                      ".close()\n"
-                                      "for _ in range(500):\n"
-                                      "    if len(os.listdir(d))>=3: break\n"
-                                      "    time.sleep(0.02)\n"
-                                      "print(json.dumps({'seen':len(os.listdir(d))}))\n")));
+  const std::string marker = "aios-serve-concurrency-" + std::to_string(::getpid());
+  auto profile = python_profile(
+      "hermes", write_script("busy.py", "import time\ntime.sleep(1.5)\nprint('{}')\n"));
+  profile["argv"].push_back(marker);
+  write_profile("hermes", profile);
+  const auto most_at_once = [&](const std::vector<std::string>& ids) {
+    for (const auto& id : ids) hand_in(id + ".json", request_named(id));
+    int most = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto all_done = [&] {
+      return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+        return std::filesystem::exists(results() / (id + ".json"));
+      });
+    };
+    while (!all_done() && std::chrono::steady_clock::now() < deadline) {
+      most = std::max(most, aios::test::processes_with(marker, "/usr/bin/python3"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(all_done()) << daemon_->log();
+    return most;
+  };
   start(3);
-  const std::vector<std::string> ids = {"0000000000000011", "0000000000000012", "0000000000000013"};
-  for (const auto& id : ids) hand_in(id + ".json", request_named(id));
-  for (const auto& id : ids) {
-    ASSERT_TRUE(wait_for(results() / (id + ".json"))) << daemon_->log();
-    EXPECT_EQ(read_json(results() / (id + ".json"))["output_json"]["seen"], 3);
-  }
+  EXPECT_EQ(most_at_once({"0000000000000011", "0000000000000012", "0000000000000013"}), 3);
   EXPECT_TRUE(daemon_->stop().exited_with(0));
-
-  // Each counts who else is running over a short window.
-  const auto running = dir_ / "running";
-  std::filesystem::create_directories(running);
-  write_profile("hermes",
-                python_profile("hermes", write_script("alone.py",
-                                                      "import json,os,time\n"
-                                                      "d='" +
-                                                          running.string() +
-                                                          "'\n"
-                                                          "me=os.path.join(d,str(os.getpid()))\n"
-                                                          "open(me,'w').close()\n"
-                                                          "seen=0\n"
-                                                          "for _ in range(10):\n"
-                                                          "    seen=max(seen,len(os.listdir(d)))\n"
-                                                          "    time.sleep(0.02)\n"
-                                                          "os.remove(me)\n"
-                                                          "print(json.dumps({'seen':seen}))\n")));
   start(1);
-  const std::vector<std::string> serial = {"0000000000000021", "0000000000000022",
-                                           "0000000000000023"};
-  for (const auto& id : serial) hand_in(id + ".json", request_named(id));
-  for (const auto& id : serial) {
-    ASSERT_TRUE(wait_for(results() / (id + ".json"))) << daemon_->log();
-    EXPECT_EQ(read_json(results() / (id + ".json"))["output_json"]["seen"], 1);
-  }
+  EXPECT_EQ(most_at_once({"0000000000000021", "0000000000000022", "0000000000000023"}), 1);
 }
 
 // Given a crash while an agent runs, the restarted executor must not run that request again
-// (EXTERNAL_AGENT_OUTCOME_INDETERMINATE), but must run a request that never started, once.
+// (EXTERNAL_AGENT_OUTCOME_INDETERMINATE), but must run a request that never started, once. The
+// agent that was running goes with the executor (its sandbox dies with its parent).
 TEST_F(Serve, RestartNeverRunsAStartedRequestTwice) {
-  const auto runs = dir_ / "runs";
-  std::filesystem::create_directories(runs);
-  write_profile(
+  const aios::test::Witness witness;
+  const std::string marker = "aios-serve-restart-" + std::to_string(::getpid());
+  auto profile = python_profile(
       "hermes",
-      python_profile("hermes", write_script("slow.py",
-                                            "import json,os,sys,time\n"
-                                            "v=json.load(sys.stdin)\n"
-                                            "open('" +
-                                                runs.string() +
-                                                "/'+v['goal']+'.'+str(os.getpid()),'w')"
-                                                ".close()\n"
-                                                "time.sleep(float(v['goal'].split('-')[1]))\n"
-                                                "print('{}')\n")));
+      write_script("slow.py", witness.python() + "import json,sys,time\n"
+                                                 "v=json.load(sys.stdin)\n"
+                                                 "witness(v['goal'])\n"
+                                                 "time.sleep(float(v['goal'].split('-')[1]))\n"
+                                                 "print('{}')\n"));
+  profile["argv"].push_back(marker);
+  profile["network"] = {witness.destination()};
+  write_profile("hermes", profile);
   auto& daemon = start();
   auto slow = request_named("0000000000000031");
   slow["payload"]["goal"] = "slow-30";
   hand_in("slow.json", slow);
   ASSERT_TRUE(wait_for(root() / "started" / "slow.json")) << daemon.log();
-  // The agent itself is running (it recorded its pid), not just about to be spawned.
-  for (int i = 0; i < 4000 && std::filesystem::is_empty(runs); ++i) {
+  // The agent itself is running (it reported), not just about to be spawned.
+  for (int i = 0; i < 4000 && witness.count("slow-30") == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_FALSE(std::filesystem::is_empty(runs));
+  ASSERT_EQ(witness.count("slow-30"), 1U) << daemon.log();
   // A request that is queued behind it and has not started when the executor dies.
   auto quick = request_named("0000000000000032");
   quick["payload"]["goal"] = "quick-0";
   hand_in("quick.json", quick);
   daemon.kill();
-  // The orphaned agent would finish on its own; end it so it cannot write anything later.
-  for (const auto& entry : std::filesystem::directory_iterator(runs)) {
-    const auto name = entry.path().filename().string();
-    ::kill(-std::stoi(name.substr(name.rfind('.') + 1)), SIGKILL);
+  for (int i = 0; i < 500 && aios::test::processes_with(marker, "/usr/bin/python3") > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  EXPECT_EQ(aios::test::processes_with(marker, "/usr/bin/python3"), 0);
   EXPECT_TRUE(std::filesystem::exists(requests() / "slow.json"));
 
   start();
@@ -210,15 +187,8 @@ TEST_F(Serve, RestartNeverRunsAStartedRequestTwice) {
             json({{"error", "EXTERNAL_AGENT_OUTCOME_INDETERMINATE"}}));
   ASSERT_TRUE(wait_for(results() / "quick.json")) << daemon_->log();
   EXPECT_FALSE(std::filesystem::exists(results() / "slow.json"));
-  std::size_t slow_runs = 0;
-  std::size_t quick_runs = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(runs)) {
-    const auto name = entry.path().filename().string();
-    slow_runs += name.starts_with("slow-") ? 1U : 0U;
-    quick_runs += name.starts_with("quick-") ? 1U : 0U;
-  }
-  EXPECT_EQ(slow_runs, 1U);
-  EXPECT_EQ(quick_runs, 1U);
+  EXPECT_EQ(witness.count("slow-30"), 1U);
+  EXPECT_EQ(witness.count("quick-0"), 1U);
   EXPECT_TRUE(daemon_->stop().exited_with(0));
   EXPECT_TRUE(std::filesystem::is_empty(root() / "started"));
   EXPECT_TRUE(std::filesystem::is_empty(requests()));

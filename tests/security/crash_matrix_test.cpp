@@ -16,6 +16,7 @@
 
 #include "aios/canonical.hpp"
 #include "rebind/rebind_daemon.hpp"
+#include "support/witness.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::security_test {
@@ -345,19 +346,17 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
     for (const char* sub : {"exchange", "profiles", "tmp"}) {
       std::filesystem::create_directories(dir_ / sub);
     }
-    // The agent appends its goal (the task id) to an fsync'd ledger, so every invocation is
-    // counted even when the executor dies right after.
+    // The agent reports its goal (the task id) to the witness, which confirms only once it is
+    // stored, so every invocation is counted even when the executor dies right after.
     const auto script = dir_ / "agent.py";
     test::write_text_file(script,
-                          "import json, os, sys\n"
-                          "request = json.load(sys.stdin)\n"
-                          "fd = os.open(" +
-                              Json(ledger().string()).dump() +
-                              ", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)\n"
-                              "os.write(fd, (request['goal'] + '\\n').encode())\n"
-                              "os.fsync(fd)\n"
-                              "os.close(fd)\n"
-                              "print(json.dumps({'answer': 'ok'}))\n");
+                          witness_.python() +
+                              "import json, sys\n"
+                              "request = json.load(sys.stdin)\n"
+                              "witness(request['goal'])\n"
+                              "print(json.dumps({'answer': 'ok'}))\n",
+                          std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                              std::filesystem::perms::others_read);
     test::write_text_file(dir_ / "profiles" / "hermes.json",
                           Json{{"schema", "aios.external-agent-runtime.profile.v1"},
                                {"runtime", "hermes"},
@@ -365,7 +364,8 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
                                {"input_mode", "stdin_json"},
                                {"output_mode", "stdout_json"},
                                {"timeout_seconds", 30},
-                               {"max_output_bytes", 65536}}
+                               {"max_output_bytes", 65536},
+                               {"network", {witness_.destination()}}}
                               .dump());
     test::DaemonOptions options;
     options.binary = test::daemon_binary("aios-external-agent-executor");
@@ -381,7 +381,6 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
     if (executor_ && executor_->running()) executor_->stop();
   }
 
-  std::filesystem::path ledger() const { return dir_ / "ledger.txt"; }
   std::filesystem::path exchange(const char* sub) const { return dir_ / "exchange" / sub; }
 
   // Written aside and renamed into requests/, as the worker hands a request in.
@@ -399,14 +398,7 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
     std::filesystem::rename(staging, exchange("requests") / name);
   }
 
-  std::size_t invocations(const std::string& task_id) {
-    std::istringstream lines(test::read_text_file(ledger()));
-    std::size_t n = 0;
-    for (std::string line; std::getline(lines, line);) {
-      if (line == task_id) ++n;
-    }
-    return n;
-  }
+  std::size_t invocations(const std::string& task_id) const { return witness_.count(task_id); }
 
   // Waits for the request to be settled (its outcome file written, the request and its start
   // marker removed); "results", "failed" or "" after 20 s.
@@ -426,6 +418,7 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
   }
 
   test::ScopedTempDir dir_{"aios-executor-crash"};
+  test::Witness witness_;
   std::optional<test::Daemon> executor_;
 };
 

