@@ -353,15 +353,13 @@ denied() { # every attempt of a kind failed
 }
 check "the agent child cannot write outside its directories under the executor unit" denied writes
 check "the agent child cannot read the credentials, the control token or the task database" denied reads
-if denied connects >/dev/null; then
-  ok "the agent child cannot connect to the Task API, Bridge or rebind ports (IPAddressDeny=)"
-elif journalctl -q -b | grep -qiE 'BPF firewalling not supported|bpf.*not supported'; then
-  note "IPAddressDeny= is not enforced here: $(journalctl -q -b -o cat | grep -m1 -iE 'bpf firewalling not supported|bpf.*not supported') (no pass; the executor's own network namespace is what keeps the child off the control plane)"
-else
-  bad "the agent child reached a control-plane port although systemd claims to filter IP: $(jq -c .connects <<<"$probe")"
-fi
+check "the agent child cannot connect to the Task API, Bridge or rebind ports (its own network namespace)" denied connects
+no_survivor() { ! pgrep -f aios-probe-survivor >/dev/null; }
+check "nothing the agent child daemonised outlives its run (its own PID namespace)" no_survivor
 
-declare -A budget=([aios-agent-task-api]=1.0 [aios-agent-task-execution-rebind]=1.0)
+# The units that build sandboxes for hostile children pay 0.9 for it (docs/security.md).
+declare -A budget=([aios-agent-task-api]=1.0 [aios-agent-task-execution-rebind]=1.0
+  [aios-external-agent-executor]=2.1 [aios-agent-runtime-broker]=2.1 [aios-online-agent-worker]=2.1)
 for unit in "${UNITS[@]}"; do
   score=$(systemctl show -p Id --value "$unit" >/dev/null &&
     systemd-analyze security --no-pager "$unit.service" 2>/dev/null |
