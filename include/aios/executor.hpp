@@ -144,9 +144,9 @@ struct ExecuteOptions {
 
 // The sandbox of one child of `profile`: the system, the executable roots, the profile's
 // read_only_paths and every existing absolute path its argv or environment names as written
-// (a script, a configuration file) visible read-only; `writable` (the run's private directory, a worktree)
-// read-write; the credential directory, temporary_root (other runs), options.hidden and the
-// host's credential stores hidden; the profile's destinations and limits.
+// (a script, a configuration file) visible read-only; `writable` (the run's private directory, a
+// worktree) read-write; the credential directory, temporary_root (other runs), options.hidden and
+// the host's credential stores hidden; the profile's destinations and limits.
 process::Sandbox child_sandbox(const RuntimeProfile& profile, const ExecuteOptions& options,
                                std::vector<std::filesystem::path> writable);
 

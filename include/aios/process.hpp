@@ -15,16 +15,16 @@
 // With a Sandbox, the child is confined (docs/security.md, "The sandbox"): it starts in a new
 // user and network namespace made for it (its uid mapped to itself, loopback up, nothing else),
 // with the resource limits set, and runs under bubblewrap (/usr/bin/bwrap) in its own mount,
-// PID, IPC and UTS namespaces and session. Its mount view holds the system (/usr, /etc) and the
+// PID and IPC namespaces and session. Its mount view holds the system (/usr, /etc) and the
 // `read_only` paths read-only, the `writable` paths read-write, a private size-bounded /tmp, its
 // own /proc and a minimal /dev; `hidden` paths are masked wherever a visible path contains
-// them. When its first process exits or the deadline passes, every process of it is gone. The
-// only network it has is a listener inside its namespace for each allowed destination, relayed
-// by this process to the real host:port. Started by root, the child runs as nobody (65534), and
-// the writable paths are handed to nobody first (chown, recursively) and back to us after.
-// bubblewrap adds PWD (the working directory) to the environment, and reports a child killed
-// by signal N as exit status 128 + N, so in a sandbox an exit status of 129 to 192 reads as -1
-// to -64 (as a shell's $? would).
+// them, and a read-only path inside a hidden one is left out. When its first process exits or the
+// deadline passes, every process of it is gone. The only network it has is a listener inside its
+// namespace for each allowed destination, relayed by this process to the real host:port. Started by
+// root, the child runs as nobody (65534), and the writable paths are handed to nobody first (chown,
+// recursively) and back to us after. bubblewrap adds PWD (the working directory) to the
+// environment, and reports a child killed by signal N as exit status 128 + N, so in a sandbox an
+// exit status of 129 to 192 reads as -1 to -64 (as a shell's $? would).
 
 #include <chrono>
 #include <cstdint>

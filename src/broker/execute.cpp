@@ -131,7 +131,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   try {
     outcome = process::run(spec);
   } catch (const std::system_error& error) {
-    throw Error(ErrorCode::RUNTIME_BROKER_SPAWN_FAILED, error.code().message());
+    throw Error(ErrorCode::RUNTIME_BROKER_SPAWN_FAILED, error.what());
   }
   err.finish();
   if (outcome.timed_out) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_TIMEOUT);
@@ -217,8 +217,8 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   confined.credentials_directory = options.credentials_directory;
   confined.temporary_root = options.temporary_root;
   confined.hidden.push_back(options.worktree_root);
-  confined.hidden.push_back(fs::absolute(request_path).parent_path());
-  confined.hidden.push_back(fs::absolute(result_path).parent_path());
+  confined.hidden.push_back(fs::absolute(request_path));
+  confined.hidden.push_back(fs::absolute(result_path));
   const json result = run_backend(request, backend, options, confined);
   try {
     const fs::path target = fs::absolute(result_path);

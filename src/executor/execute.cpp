@@ -136,7 +136,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   try {
     outcome = process::run(spec);
   } catch (const std::system_error& error) {
-    throw Error(ErrorCode::EXTERNAL_AGENT_SPAWN_FAILED, error.code().message());
+    throw Error(ErrorCode::EXTERNAL_AGENT_SPAWN_FAILED, error.what());
   }
   out.finish();
   err.finish();
@@ -177,10 +177,11 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   fault_point("executor_request_accepted");
   const RuntimeProfile profile = load_profile(request["runtime"].get<std::string>(),
                                               options.profile_root, options.executable_roots);
-  // The request and result directories are the exchange (or the caller's): never the child's.
+  // The request and its result are never the child's to see (serve mode hides the whole
+  // exchange root besides).
   ExecuteOptions confined = options;
-  confined.hidden.push_back(fs::absolute(request_path).parent_path());
-  confined.hidden.push_back(fs::absolute(result_path).parent_path());
+  confined.hidden.push_back(fs::absolute(request_path));
+  confined.hidden.push_back(fs::absolute(result_path));
   const json result = run_agent(request, profile, confined);
   try {
     const fs::path target = fs::absolute(result_path);

@@ -133,7 +133,13 @@ struct Server::State {
                  {"runtime", result.contains("runtime") ? result["runtime"] : result["backend"]},
                  {"duration_ms", result["duration_ms"]}});
     } catch (const Error& error) {
-      log::warn("EXTERNAL_AGENT_REQUEST_FAILED", {{"request", name}, {"error", error.code()}});
+      nlohmann::json fields = {{"request", name}, {"error", error.code()}};
+      // Why a child could not be started (a missing sandbox permission, say) is ours to tell,
+      // not the agent's output: the operator needs it to act.
+      if (error.code().ends_with("_SPAWN_FAILED")) {
+        fields["detail"] = bounded_text(error.detail(), 512);
+      }
+      log::warn("EXTERNAL_AGENT_REQUEST_FAILED", fields);
       record_failure(name, failure_text(error));
     } catch (const std::exception& error) {
       log::error("EXTERNAL_AGENT_REQUEST_FAILED",

@@ -68,8 +68,13 @@ void add_system(std::vector<std::string>& argv, std::vector<fs::path>& visible) 
       visible.emplace_back(top);
     }
   }
-  add(argv,
-      {"--ro-bind", "/etc", "/etc", "--ro-bind-data", std::to_string(kHostsFd), "/etc/hosts"});
+  add(argv, {"--ro-bind", "/etc", "/etc"});
+  // Over the host's /etc/hosts only: a read-only /etc has no room for a new file (a minimal
+  // container may have none, and then a destination's name does not resolve inside).
+  struct stat hosts {};
+  if (::stat("/etc/hosts", &hosts) == 0 && S_ISREG(hosts.st_mode)) {
+    add(argv, {"--ro-bind-data", std::to_string(kHostsFd), "/etc/hosts"});
+  }
   visible.emplace_back("/etc");
 }
 
@@ -78,6 +83,9 @@ void add_masks(std::vector<std::string>& argv, const std::vector<fs::path>& hidd
   for (const auto& path : hidden) {
     struct stat info {};
     if (!beneath_any(path, visible) || ::stat(path.c_str(), &info) != 0) continue;
+    // What we cannot read ourselves (a unit's InaccessiblePaths=, a root-only directory) the
+    // child cannot read either; bubblewrap could not mount over it anyway.
+    if (::access(path.c_str(), R_OK) != 0) continue;
     if (S_ISDIR(info.st_mode)) {
       add(argv, {"--size", "4096", "--tmpfs", path.string(), "--remount-ro", path.string()});
     } else {
@@ -145,8 +153,10 @@ Plan plan_sandbox(const Spec& spec, bool own_procfs, bool staged) {
   plan.staged = staged;
   plan_network(sandbox.network, plan);
   auto& argv = plan.argv;
+  // No UTS namespace: the units' ProtectHostname= already forbids sethostname, and the host's
+  // name is no secret.
   add(argv, {kBubblewrap, "--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
-             "--unshare-ipc", "--unshare-uts", "--hostname", "aios-sandbox"});
+             "--unshare-ipc", "--cap-drop", "ALL"});
   std::vector<fs::path> visible;
   add_system(argv, visible);
   const auto tmp_size = std::to_string(sandbox.limits.tmp_bytes);
@@ -166,15 +176,17 @@ Plan plan_sandbox(const Spec& spec, bool own_procfs, bool staged) {
     add(argv, {option, source, real.string()});
     plan.sources.push_back(real.string());
   };
+  std::vector<fs::path> hidden;
+  for (const auto& path : sandbox.hidden) hidden.push_back(resolved(path));
   for (const auto& path : sandbox.read_only) {
     const auto real = resolved(path);
     struct stat info {};
-    if (::stat(real.c_str(), &info) != 0) continue;
+    // A path inside a hidden one (a profile naming a file of the credential directory) stays
+    // hidden: being named does not make it visible.
+    if (::stat(real.c_str(), &info) != 0 || beneath_any(real, hidden)) continue;
     bind("--ro-bind", real);
     visible.push_back(real);
   }
-  std::vector<fs::path> hidden;
-  for (const auto& path : sandbox.hidden) hidden.push_back(resolved(path));
   add_masks(argv, hidden, visible);
   std::vector<fs::path> writable;
   for (const auto& path : sandbox.writable) {

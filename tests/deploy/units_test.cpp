@@ -153,8 +153,8 @@ TEST(Units, WorkerUnitsAreCapabilityAndAdapterScoped) {
 // Every unit, with the exposure budget `systemd-analyze security --offline=true` must keep it
 // within: the two control-plane daemons at most 1.0, the agent-runtime workers at most 1.5. The
 // three units that build sandboxes for hostile children (the executor, the broker, the generic
-// worker's verification) at most 2.1: the user, mount, PID, network, IPC and UTS namespaces
-// and bubblewrap's mount and four @privileged calls cost 0.9 (docs/security.md, "What the
+// worker's verification) at most 2.1: the user, mount, PID, network and IPC namespaces and
+// bubblewrap's mount and three @privileged calls cost 0.8 to 0.9 (docs/security.md, "What the
 // units allow the sandbox").
 struct UnitBudget {
   const char* unit;

@@ -68,8 +68,9 @@ class ExecutorTest : public ::testing::Test {
   std::filesystem::path write_script(const std::string& name, const std::string& source) {
     const auto path = dir_ / name;
     using std::filesystem::perms;
-    write_text_file(path, source,
-                    perms::owner_read | perms::owner_write | perms::group_read | perms::others_read);
+    write_text_file(
+        path, source,
+        perms::owner_read | perms::owner_write | perms::group_read | perms::others_read);
     return path;
   }
   void write_profile(const std::string& runtime, const json& profile) {

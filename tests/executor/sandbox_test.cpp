@@ -93,7 +93,8 @@ class SandboxTest : public ::testing::Test {
 // visible one, no process of the host, only the environment it was given.
 TEST_F(SandboxTest, SeesOnlyWhatItIsGiven) {
   auto sandbox = basic();
-  sandbox.read_only = {dir_ / "config"};
+  // Naming a file inside a hidden directory does not make it visible.
+  sandbox.read_only = {dir_ / "config", dir_ / "config" / "hidden" / "key"};
   sandbox.hidden = {dir_ / "config" / "hidden"};
   const std::string d = dir_.path().string();
   const auto ran = run_script(

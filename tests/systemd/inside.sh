@@ -16,6 +16,11 @@ check() {
   if "$@"; then ok "$name"; else bad "$name"; fi
 }
 finish() {
+  if [ "$failed" -gt 0 ]; then
+    # What the daemons said went wrong, for the post-mortem of a red run.
+    echo "--- warnings and errors of the units (last 60) ---"
+    journalctl -q -o cat -p warning "${UNITS[@]/#/-u}" 2>/dev/null | tail -n 60
+  fi
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   exit
