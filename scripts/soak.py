@@ -2,8 +2,8 @@
 """Load soak of the whole suite on loopback: the scheduler, the executor and eight workers (four
 Hermes, two source-capture, two deterministic) over thousands of mixed tasks with a fake agent,
 while workers are SIGKILLed and restarted at random. The owner verifies every result. At the
-end: every task terminal, none lost, no agent run twice for one task (an fsync'd ledger), one
-result event per task, the RSS of the scheduler and the executor sampled every second (start,
+end: every task terminal, none lost, no agent run twice for one task (each run reports to a
+witness), one result event per task, the RSS of the scheduler and the executor sampled every second (start,
 middle, end; the run fails when the second half grows more than --rss-growth, 25 %), and the p50
 and p99 of claim latency seen by a probe client under the load. Bounded: --tasks and --timeout;
 everything listens on 127.0.0.1 only. The RSS samples are left in <state>/rss.json.
@@ -17,6 +17,7 @@ import json
 import os
 import random
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -27,14 +28,50 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quickstart import BUILD, WRITER, Api, Suite, fail, git  # noqa: E402
 
-AGENT = """import json, os, sys
+# The agent runs in its sandbox, which has no file the soak could read afterwards: it reports
+# its goal (the task id) to the witness, its one network destination, and goes on only once the
+# witness confirmed it stored the record, so every run is counted even if the executor dies.
+AGENT = """import json, socket, sys
 request = json.load(sys.stdin)
-fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-os.write(fd, (request["goal"] + "\\n").encode())
-os.fsync(fd)
-os.close(fd)
+with socket.create_connection(("127.0.0.1", PORT), timeout=30) as witness:
+    witness.sendall(request["goal"].encode())
+    witness.shutdown(socket.SHUT_WR)
+    if witness.recv(2) != b"ok":
+        sys.exit("the witness did not confirm")
 print(json.dumps({"answer": "done: " + request["goal"]}))
 """
+
+
+class Witness:
+    """A TCP server on 127.0.0.1: each connection is one record, confirmed with "ok" once kept."""
+
+    def __init__(self):
+        self.records = []
+        self.lock = threading.Lock()
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while chunk := conn.recv(4096):
+                    data += chunk
+                with self.lock:
+                    self.records.append(data.decode())
+                conn.sendall(b"ok")
+
+    def counts(self):
+        with self.lock:
+            runs = {}
+            for record in self.records:
+                runs[record] = runs.get(record, 0) + 1
+            return runs
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
 
@@ -124,15 +161,17 @@ def run(args, rng, state, suite, workers):
     bridge = Api(ready["bridge_port"], control)
     scheduler_pid = suite.procs[-1][1].pid
 
-    ledger = state / "ledger.txt"
+    witness = Witness()
     profiles, exchange = state / "profiles", state / "exchange"
     for path in (profiles, exchange, state / "executor-tmp"):
         path.mkdir()
-    (state / "agent.py").write_text(AGENT.replace("LEDGER", json.dumps(str(ledger))))
+    (state / "agent.py").write_text(AGENT.replace("PORT", str(witness.port)))
+    (state / "agent.py").chmod(0o644)
     (profiles / "hermes.json").write_text(json.dumps({
         "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
         "argv": ["/usr/bin/python3", str(state / "agent.py")], "input_mode": "stdin_json",
-        "output_mode": "stdout_json", "timeout_seconds": 60, "max_output_bytes": 65536}))
+        "output_mode": "stdout_json", "timeout_seconds": 60, "max_output_bytes": 65536,
+        "network": [f"127.0.0.1:{witness.port}"]}))
     suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
                              "--profile-root", str(profiles), "--concurrency", "4"],
                 env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
@@ -168,7 +207,7 @@ def run(args, rng, state, suite, workers):
         task_id = f"soak-{i:05d}"
         roll = rng.random()
         if roll < 0.5:
-            # The goal is the task id: the agent's ledger counts runs per task.
+            # The goal is the task id: the witness counts runs per task.
             body = {"goal": task_id, "required_capabilities": ["agent.runtime.hermes"],
                     "execution": {"action": "agent_runtime", "adapter": "hermes"}}
             kinds[task_id] = "hermes"
@@ -230,10 +269,7 @@ def run(args, rng, state, suite, workers):
         sampler.join()
         (state / "rss.json").write_text(json.dumps(samples))
     print()
-    runs = {}
-    if ledger.exists():
-        for line in ledger.read_text().splitlines():
-            runs[line] = runs.get(line, 0) + 1
+    runs = witness.counts()
     results = {}
     for task_id in kinds:
         events = api.call("GET", f"/v1/tasks/{task_id}/events")["events"]
