@@ -229,8 +229,6 @@ bool stage_sources(const Prepared& p) {
     fail(channel, kSignals);
   }
 
-  // The new user namespace's process bound is taken from RLIMIT_NPROC as it is now: raise it
-  // to the hard limit first, so that only the bound set below, counted inside, applies.
   // Root is exempt from RLIMIT_NPROC and owns every root-owned file it can see: a sandbox
   // started by root runs as nobody instead.
   if (p.drop_root &&
@@ -240,6 +238,8 @@ bool stage_sources(const Prepared& p) {
        ::prctl(PR_SET_DUMPABLE, 1) != 0)) {
     fail(channel, kIdentity);
   }
+  // The new user namespace's process bound is taken from RLIMIT_NPROC as it is now: raise it
+  // to the hard limit first, so that only the bound set below, counted inside, applies.
   rlimit nproc{};
   ::getrlimit(RLIMIT_NPROC, &nproc);
   nproc.rlim_cur = nproc.rlim_max;
