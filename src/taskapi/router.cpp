@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 #include <vector>
@@ -155,6 +157,12 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   }
   if (n != 4) fail(ErrorCode::NOT_FOUND);
   const auto action = parts[3];
+  // A route label comes only from this list: a path segment as a label would let any caller
+  // grow /metrics without bound and write into its text.
+  static constexpr std::array<std::string_view, 8> kActions = {
+      "claim", "heartbeat", "result", "release", "verification", "cancel", "events", "eligibility"};
+  if (std::find(kActions.begin(), kActions.end(), action) == kActions.end())
+    fail(ErrorCode::NOT_FOUND);
   route_name = "task_" + std::string(action);
   // The role is decided before anything of the request is read, so a caller with the wrong
   // role learns nothing about the body or the task.

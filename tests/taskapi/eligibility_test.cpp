@@ -10,6 +10,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class EligibilityTest : public SchedulerTest {
  protected:
@@ -171,6 +172,22 @@ TEST_F(EligibilityTest, MetricsCountClaimsResultsAndRefusals) {
   EXPECT_EQ(metric(text, R"(aios_http_requests_total{route="task_result",status="201"})"), 1.0)
       << text;
   EXPECT_THAT(text, HasSubstr("# TYPE aios_http_request_seconds histogram"));
+}
+
+TEST_F(EligibilityTest, MetricsLabelRoutesFromAFixedSetOnly) {
+  // Given requests to actions that do not exist, with names a caller chose,
+  create_task(hermes_task("task-labels"));
+  for (const std::string action : {"claimx", "q%22%0Aaios_claims_total%2099", "events2"}) {
+    const auto answer = owner().get("/v1/tasks/task-labels/" + action);
+    EXPECT_EQ(answer.status, 404) << action;
+    EXPECT_EQ(answer.code(), "NOT_FOUND") << action;
+  }
+  // we should count them as "unknown" and never write the caller's text into /metrics.
+  const std::string text = client("").get("/metrics").raw;
+  EXPECT_EQ(metric(text, R"(aios_http_requests_total{route="unknown",status="404"})"), 3.0) << text;
+  EXPECT_THAT(text, Not(HasSubstr("claimx")));
+  EXPECT_THAT(text, Not(HasSubstr("events2")));
+  EXPECT_EQ(metric(text, "aios_claims_total"), 0.0) << text;
 }
 
 }  // namespace
