@@ -4,8 +4,6 @@ aios_integration_test(bridge_integration_tests
   bridge/plans_test.cpp
   bridge/commits_test.cpp
   bridge/fencing_test.cpp)
-target_link_libraries(bridge_integration_tests PRIVATE GTest::gmock)
 
 # The crash windows of a governed commit, set up in-process (real SQLite, real repository).
 aios_test(bridge_tests bridge/recovery_test.cpp)
-target_link_libraries(bridge_tests PRIVATE SQLiteCpp)

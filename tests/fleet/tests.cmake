@@ -11,4 +11,4 @@ aios_test(fleet_tests
   fleet/sys_test.cpp
   fleet/query_plan_test.cpp
   fleet/poll_view_test.cpp)
-target_link_libraries(fleet_tests PRIVATE SQLiteCpp SQLite::SQLite3)
+target_link_libraries(fleet_tests PRIVATE SQLite::SQLite3)

@@ -7,4 +7,3 @@ aios_test(fuzz_replay_tests
   ${PROJECT_SOURCE_DIR}/fuzz/targets/http_targets.cpp
   ${PROJECT_SOURCE_DIR}/fuzz/targets/file_targets.cpp)
 target_include_directories(fuzz_replay_tests PRIVATE "${PROJECT_SOURCE_DIR}/fuzz")
-target_link_libraries(fuzz_replay_tests PRIVATE SQLiteCpp)

@@ -9,9 +9,7 @@ aios_test(rebind_tests
   rebind/bridge_resolver_test.cpp
   rebind/router_test.cpp
   rebind/task_plane_test.cpp)
-target_link_libraries(rebind_tests PRIVATE SQLiteCpp)
 aios_integration_test(rebind_integration_tests
   rebind/daemon_test.cpp
   rebind/daemon_bridge_test.cpp)
 add_dependencies(rebind_integration_tests aios-agent-task-execution-rebind)
-target_link_libraries(rebind_integration_tests PRIVATE GTest::gmock SQLiteCpp)

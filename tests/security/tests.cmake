@@ -10,16 +10,14 @@ aios_integration_test(security_integration_tests
   security/secret_canary_test.cpp)
 add_dependencies(security_integration_tests aios-agent-task-execution-rebind
   aios-online-agent-worker aios-external-agent-executor)
-target_link_libraries(security_integration_tests PRIVATE GTest::gmock SQLiteCpp)
 
 # Storage fault injection over the task plane in-process (real SQLite): the n-th write failing,
 # a SQLITE_BUSY storm, a full disk.
 aios_test(security_tests security/storage_faults_test.cpp)
-target_link_libraries(security_tests PRIVATE SQLiteCpp SQLite::SQLite3)
+target_link_libraries(security_tests PRIVATE SQLite::SQLite3)
 
 # The crash-point matrix: the scheduler, the rebind daemon and the executor killed at each named
 # fault point (include/aios/fault.hpp) 20 times, and the scheduler killed at random 200 times
 # (AIOS_CRASH_RANDOM_KILLS) under traffic.
 aios_integration_test(crash_matrix_tests security/crash_matrix_test.cpp)
 add_dependencies(crash_matrix_tests aios-agent-task-execution-rebind aios-external-agent-executor)
-target_link_libraries(crash_matrix_tests PRIVATE GTest::gmock SQLiteCpp)

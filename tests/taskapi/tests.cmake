@@ -12,4 +12,3 @@ aios_integration_test(taskapi_integration_tests
   taskapi/startup_test.cpp)
 # gmock for its matchers; SQLiteCpp for restart_test.cpp, which runs PRAGMA integrity_check on
 # the database a killed daemon left behind.
-target_link_libraries(taskapi_integration_tests PRIVATE GTest::gmock SQLiteCpp)

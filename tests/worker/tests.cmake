@@ -5,7 +5,6 @@ aios_integration_test(worker_e2e_tests worker/worker_e2e_test.cpp worker/crash_t
   worker/rebind_e2e_test.cpp worker/service_manager_test.cpp worker/network_faults_test.cpp)
 add_dependencies(worker_e2e_tests aios-agent-task-execution-rebind)
 add_dependencies(worker_e2e_tests aios-online-agent-worker aios-external-agent-executor)
-target_link_libraries(worker_e2e_tests PRIVATE GTest::gmock)
 
 # The result documents and derived ids, as pure functions.
 aios_test(worker_tests worker/results_test.cpp)
