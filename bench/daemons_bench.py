@@ -426,9 +426,13 @@ def main():
             "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
             "argv": ["/usr/bin/python3", str(state / "agent.py")], "input_mode": "stdin_json", "output_mode": "stdout_json",
             "timeout_seconds": 60, "max_output_bytes": 65536}))
+        exchange_key = state / "exchange_result_key"
+        exchange_key.write_text(os.urandom(32).hex() + "\n")
+        exchange_key.chmod(0o600)
         executor, _ = suite.start("executor", [
             str(daemons / "aios-external-agent-executor"),
-            "--root", str(exchange), "--profile-root", str(profiles)],
+            "--root", str(exchange), "--profile-root", str(profiles),
+            "--exchange-key-file", str(exchange_key)],
             env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
         rebind, rebind_ready = suite.start("rebind", [
             str(daemons / "aios-agent-task-execution-rebind")],
@@ -448,6 +452,7 @@ def main():
             "--agent-token-file", str(state / "worker.token"), "--agent-id", "bench-worker",
             "--capabilities", "agent.runtime.hermes", "--allowed-adapters", "hermes",
             "--authority-git-dir", str(authority), "--executor-root", str(exchange),
+            "--exchange-key-file", str(exchange_key),
             "--state-root", str(state / "worker-state"), "--heartbeat-ms", "1000"]
         worker, _ = suite.start("worker", worker_argv, ready="WORKER_READY")
         time.sleep(1)

@@ -30,6 +30,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/sys.hpp"
 #include "executor/watch.hpp"
 
 extern "C" {
@@ -123,6 +124,8 @@ class ExecutorRig {
       options.root = dir_ / "exchange";
       options.execute.profile_root = dir_ / "profiles";
       options.execute.temporary_root = dir_ / "tmp";
+      std::ofstream(dir_ / "exchange_result_key") << aios::random_hex(32) << '\n';
+      options.key = aios::executor::ExchangeKey::from_file(dir_ / "exchange_result_key");
       server_ = std::make_unique<aios::executor::Server>(options);
       thread_ = std::thread([this] { server_->run(); });
     } else {

@@ -196,8 +196,13 @@ def run(args, state, suite):
             "argv": ["/usr/bin/python3", str(state / "demo_agent.py")],
             "input_mode": "stdin_json", "output_mode": "stdout_json",
             "timeout_seconds": 60, "max_output_bytes": 65536}))
+    # The exchange key, as the package's install makes one: the executor seals every answer
+    # with it and the workers refuse an answer without its seal.
+    exchange_key = state / "exchange_result_key"
+    exchange_key.write_text(os.urandom(32).hex() + "\n")
+    exchange_key.chmod(0o600)
     executor_argv = [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
-                     "--profile-root", str(profiles)]
+                     "--profile-root", str(profiles), "--exchange-key-file", str(exchange_key)]
     executor_env = {"TMPDIR": str(state / "executor-tmp")}
     if args.openclaw_profile:
         (profiles / "openclaw.json").write_bytes(args.openclaw_profile.read_bytes())
@@ -230,7 +235,8 @@ def run(args, state, suite):
             "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),
             "--agent-id", f"worker-{name}", "--capabilities", ",".join(caps),
             "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
-            "--executor-root", str(exchange), "--state-root", str(state / f"worker-{name}"),
+            "--executor-root", str(exchange), "--exchange-key-file", str(exchange_key),
+            "--state-root", str(state / f"worker-{name}"),
             "--heartbeat-ms", "1000"], ready="WORKER_READY")
     print("== four daemons up: scheduler (Task API + Bridge), executor, rebind, 3 workers\n")
 

@@ -172,8 +172,12 @@ def run(args, rng, state, suite, workers):
         "argv": ["/usr/bin/python3", str(state / "agent.py")], "input_mode": "stdin_json",
         "output_mode": "stdout_json", "timeout_seconds": 60, "max_output_bytes": 65536,
         "network": [f"127.0.0.1:{witness.port}"]}))
+    exchange_key = state / "exchange_result_key"
+    exchange_key.write_text(os.urandom(32).hex() + "\n")
+    exchange_key.chmod(0o600)
     suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
-                             "--profile-root", str(profiles), "--concurrency", "4"],
+                             "--profile-root", str(profiles), "--concurrency", "4",
+                             "--exchange-key-file", str(exchange_key)],
                 env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
     executor_pid = suite.procs[-1][1].pid
 
@@ -189,8 +193,8 @@ def run(args, rng, state, suite, workers):
                 "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),
                 "--agent-id", name, "--capabilities", ",".join(caps),
                 "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
-                "--executor-root", str(exchange), "--state-root", str(state / f"worker-{name}"),
-                "--heartbeat-ms", "1000"]
+                "--executor-root", str(exchange), "--exchange-key-file", str(exchange_key),
+                "--state-root", str(state / f"worker-{name}"), "--heartbeat-ms", "1000"]
         workers[name] = (start_worker(state, name, argv, 0), argv)
     daemons = {"scheduler": scheduler_pid, "executor": executor_pid}
     samples, sampling = [], threading.Event()

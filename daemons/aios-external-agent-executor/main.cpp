@@ -44,8 +44,11 @@ int main(int argc, char** argv) {
       "one request (exit 1 and the error code on stderr when it fails); otherwise it serves\n"
       "the exchange directory: requests/ in, results/ or failed/ out.\n"
       "It refuses to start when its own environment holds secret-looking variables.\n"
+      "Serve mode seals every answer under the exchange key (--exchange-key-file) that the\n"
+      "worker checks, so an answer anyone else writes into the exchange is refused.\n"
       "Environment: CREDENTIALS_DIRECTORY (systemd LoadCredential=) holds the provider\n"
-      "credentials the profiles name; TMPDIR is where per-request private directories go.",
+      "credentials the profiles name and exchange_result_key; TMPDIR is where per-request\n"
+      "private directories go.",
       "aios-external-agent-executor"};
   aios::daemon::add_version_flag(app);
   namespace executor = aios::executor;
@@ -66,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", concurrency, "Serve mode: requests run at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  std::string key_file = aios::daemon::credential_file("exchange_result_key");
+  app.add_option("--exchange-key-file", key_file,
+                 "Serve mode: the exchange key (at least 32 bytes, root-provisioned, shared\n"
+                 "with the worker; default $CREDENTIALS_DIRECTORY/exchange_result_key)");
   bool broker = false;
   std::string config_root = aios::broker::kDefaultConfigRoot.string();
   std::string worktree_root = aios::broker::kDefaultWorktreeRoot.string();
@@ -136,11 +143,14 @@ int main(int argc, char** argv) {
 
   const aios::daemon::TerminationSignals signals;
   try {
-    executor::Server server(
-        broker
-            ? aios::broker::serve_options(root, broker_options, concurrency)
-            : executor::ServeOptions{.root = root, .execute = execute, .concurrency = concurrency});
     executor::assert_no_secret_environment(own_environment());
+    auto key = executor::ExchangeKey::from_file(key_file);
+    executor::Server server(
+        broker ? aios::broker::serve_options(root, broker_options, concurrency, std::move(key))
+               : executor::ServeOptions{.root = root,
+                                        .execute = execute,
+                                        .concurrency = concurrency,
+                                        .key = std::move(key)});
     std::atomic<bool> failed = false;
     std::thread serving([&server, &failed] {
       try {

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   aios::daemon::add_version_flag(app);
   aios::WorkerConfig config;
   std::string token_file = aios::daemon::credential_file("agent_token");
+  std::string key_file = aios::daemon::credential_file("exchange_result_key");
   std::string capabilities;
   std::string adapters = "deterministic,source_capture,compact_interface_map,codex";
   std::string state_root = config.state_root.string();
@@ -62,6 +63,13 @@ int main(int argc, char** argv) {
   app.add_option("--agent-token-file", token_file,
                  "Agent token file (default $CREDENTIALS_DIRECTORY/agent_token)")
       ->envname("AIOS_AGENT_TOKEN_FILE");
+  const auto* key_option =
+      app.add_option("--exchange-key-file", key_file,
+                     "The exchange key the executor and broker seal their answers with\n"
+                     "(default $CREDENTIALS_DIRECTORY/exchange_result_key); required when\n"
+                     "given, else read when present. Without it, tasks that go through\n"
+                     "an exchange fail with EXTERNAL_AGENT_EXCHANGE_KEY_INVALID")
+          ->envname("AIOS_EXCHANGE_KEY_FILE");
   app.add_option("--agent-id", config.agent_id, "Agent id; also the worker id")
       ->envname("AIOS_AGENT_ID")
       ->capture_default_str();
@@ -129,6 +137,9 @@ int main(int argc, char** argv) {
     config.agent_token =
         aios::read_secret_file(token_file, 32, aios::ErrorCode::WORKER_AGENT_TOKEN_UNAVAILABLE,
                                aios::ErrorCode::WORKER_AGENT_TOKEN_INVALID);
+    if (key_option->count() > 0 || std::filesystem::exists(key_file)) {
+      config.exchange_key = aios::executor::ExchangeKey::from_file(key_file);
+    }
     config.capabilities = split_list(capabilities);
     const auto adapter_list = split_list(adapters);
     config.allowed_adapters = {adapter_list.begin(), adapter_list.end()};

@@ -97,7 +97,7 @@ struct BrokerOptions {
   std::filesystem::path worktree_root = kDefaultWorktreeRoot;
 };
 
-// Runs one request file and writes the sealed broker result to `result_path` ({schema,
+// Runs one request file and writes the digest-sealed broker result to `result_path` ({schema,
 // request_id, request_sha256, backend, task_id, execution_digest, exit_code, duration_ms,
 // stderr_sha256, runtime_result, credential_material_exposed, result_sha256}). Throws the
 // first refusal: a request, backend or worktree code, RUNTIME_BROKER_SPAWN_FAILED,
@@ -108,16 +108,22 @@ nlohmann::json execute_request(const std::filesystem::path& request_path,
                                const BrokerOptions& options,
                                const executor::ExecuteOptions& execute = {});
 
-// Serve mode: the executor's Server (inotify, bounded concurrency, start markers, drain) with
-// the broker's handler.
-executor::ServeOptions serve_options(const std::filesystem::path& root,
-                                     const BrokerOptions& options, unsigned concurrency);
+// The same without writing the result (serve mode seals and writes it).
+nlohmann::json run_request(const std::filesystem::path& request_path, const BrokerOptions& options,
+                           const executor::ExecuteOptions& execute);
 
-// The worker's side: writes the request into the broker's exchange and waits for the sealed
-// result, checking that it is bound to the request and carries its own digest
-// (RUNTIME_BROKER_RESULT_INVALID). A recorded failure is thrown with its code.
+// Serve mode: the executor's Server (inotify, bounded concurrency, start markers, drain) with
+// the broker's handler, every answer sealed under `key`.
+executor::ServeOptions serve_options(const std::filesystem::path& root,
+                                     const BrokerOptions& options, unsigned concurrency,
+                                     executor::ExchangeKey key);
+
+// The worker's side: writes the request into the broker's exchange and waits for the result,
+// checking the executor's seal (EXTERNAL_AGENT_RESULT_MAC_INVALID), that it is bound to the
+// request and carries its own digest (RUNTIME_BROKER_RESULT_INVALID). A recorded failure is
+// thrown with its code.
 nlohmann::json exchange(const std::filesystem::path& root, const nlohmann::json& request,
-                        std::chrono::milliseconds timeout);
+                        std::chrono::milliseconds timeout, const executor::ExchangeKey& key);
 
 // The disposable self-test: a fresh repository with one commit, a clone detached at it under a
 // temporary worktree root, one request to `backend` asking it to change the file the fake

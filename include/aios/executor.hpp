@@ -167,19 +167,48 @@ std::string failure_text(const Error& error);
 // SHA-256 of the canonical result without its result_sha256 field.
 std::string result_digest(const nlohmann::json& result);
 
+// --- Sealing the exchange's answers -------------------------------------------------------------
+
+// The key the executor seals every answer it writes to an exchange with (results/ and failed/)
+// and the worker checks them with: HMAC-SHA256 under a root-provisioned secret no child sees, so
+// an answer that anyone else wrote into the exchange is refused, never taken as done. The seal
+// travels in a sidecar, `<answer>.mac`, so the result document stays the seed's byte for byte.
+class ExchangeKey {
+ public:
+  // No key: serving and exchanging refuse with EXTERNAL_AGENT_EXCHANGE_KEY_INVALID.
+  ExchangeKey() = default;
+  // Reads a key file by read_secret_file's rules (a regular file, not a symlink, trimmed) and
+  // needs at least 32 bytes; EXTERNAL_AGENT_EXCHANGE_KEY_INVALID otherwise.
+  static ExchangeKey from_file(const std::filesystem::path& file);
+
+  bool empty() const { return bytes_.empty(); }
+  // Lower-case hex HMAC-SHA256 over the answer's directory name, file name and bytes.
+  std::string seal(std::string_view directory, std::string_view name,
+                   std::string_view content) const;
+
+ private:
+  std::string bytes_;
+};
+
 // --- Serving the exchange -----------------------------------------------------------------------
 
-// Runs one request file into one result file; serve mode calls it for each request.
+// Runs one request file (validation, profile, the sandboxed child) and returns its result
+// without writing it: serve mode seals and writes it. Throws as execute_request does.
+nlohmann::json run_request(const std::filesystem::path& request_path,
+                           const ExecuteOptions& options);
+
+// Runs one request file into its result; serve mode calls it for each request.
 using RequestHandler = std::function<nlohmann::json(const std::filesystem::path& request,
-                                                    const std::filesystem::path& result,
                                                     const ExecuteOptions& options)>;
 
 struct ServeOptions {
   std::filesystem::path root = kDefaultExchangeRoot;
   ExecuteOptions execute;
   unsigned concurrency = 1;  // requests run at once
-  // execute_request for the read-only runtime; the engineering broker serves its own.
-  RequestHandler handler = execute_request;
+  // run_request for the read-only runtime; the engineering broker serves its own.
+  RequestHandler handler = run_request;
+  // Seals every result and failure written; required.
+  ExchangeKey key;
 };
 
 // Serves requests/ of an exchange directory: inotify (no polling) picks up requests renamed or
@@ -187,12 +216,15 @@ struct ServeOptions {
 // before its request is removed. At most once: a durable started/<name> marker is written
 // (fsync) right before the child is spawned; at start, a request with a marker but no result or
 // failure goes to failed/ as EXTERNAL_AGENT_OUTCOME_INDETERMINATE instead of running again.
-// A malformed or symlinked request goes to failed/ and serving continues.
+// A malformed or symlinked request goes to failed/ and serving continues. An answer already in
+// results/ or failed/ without the key's seal is not ours: it is logged
+// (EXTERNAL_AGENT_RESULT_MAC_INVALID), removed, and the request is handled as if it were absent.
 class Server {
  public:
   // Checks the exchange root (EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE when it is missing, a symlink
-  // or not a directory), creates requests/, results/, failed/ and started/ when missing, and
-  // settles requests left by a previous run. Does not start serving.
+  // or not a directory) and the key (EXTERNAL_AGENT_EXCHANGE_KEY_INVALID when empty), creates
+  // requests/, results/, failed/ and started/ when missing, and settles requests left by a
+  // previous run. Does not start serving.
   explicit Server(ServeOptions options);
   ~Server();
   Server(const Server&) = delete;
@@ -215,7 +247,8 @@ class Server {
 // for distinct request ids.
 class Exchange {
  public:
-  explicit Exchange(std::filesystem::path root = kDefaultExchangeRoot);
+  // Without a key, execute() refuses with EXTERNAL_AGENT_EXCHANGE_KEY_INVALID before writing.
+  Exchange(std::filesystem::path root, ExchangeKey key);
 
   struct Call {
     std::string request_id;
@@ -230,13 +263,15 @@ class Exchange {
   // reports an existing failure, refuses a different request under the same id
   // (EXTERNAL_AGENT_REQUEST_ID_CONFLICT; an unreadable one: _EXISTING_REQUEST_INVALID),
   // otherwise writes the request atomically (0640, fsync) and waits (inotify, no polling) for
-  // results/ or failed/. A result must be bound to the request (_RESULT_BINDING_INVALID) and
-  // carry its own digest (_RESULT_DIGEST_INVALID); unreadable: _RESULT_INVALID. A failure is
-  // thrown with its recorded code; no answer in time: EXTERNAL_AGENT_EXCHANGE_TIMEOUT.
+  // results/ or failed/. An answer must carry the key's seal (_RESULT_MAC_INVALID); a result
+  // must be bound to the request (_RESULT_BINDING_INVALID) and carry its own digest
+  // (_RESULT_DIGEST_INVALID); unreadable: _RESULT_INVALID. A failure is thrown with its recorded
+  // code; no answer in time: EXTERNAL_AGENT_EXCHANGE_TIMEOUT.
   nlohmann::json execute(const Call& call) const;
 
  private:
   std::filesystem::path root_;
+  ExchangeKey key_;
 };
 
 }  // namespace aios::executor

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "aios/executor.hpp"
 #include "aios/sys.hpp"
 
 namespace aios {
@@ -41,6 +42,9 @@ struct WorkerConfig {
   std::chrono::seconds executor_timeout{1800};
   // The engineering runtime broker's exchange; its worktree root must be workspace_root.
   std::filesystem::path broker_root = "/var/lib/aios-agent-runtime-broker/exchange";
+  // Checks the seal on every answer of both exchanges; without it, a task that needs either
+  // fails with EXTERNAL_AGENT_EXCHANGE_KEY_INVALID before any request is written.
+  executor::ExchangeKey exchange_key;
   std::chrono::seconds broker_timeout{3600};
   std::filesystem::path state_root = "/var/lib/aios-online-agent-worker";
   std::filesystem::path checkpoint_db = "/var/lib/aios-online-agent-worker/checkpoints.sqlite3";

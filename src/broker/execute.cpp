@@ -205,8 +205,8 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   return backend;
 }
 
-json execute_request(const fs::path& request_path, const fs::path& result_path,
-                     const BrokerOptions& options, const executor::ExecuteOptions& execute) {
+json run_request(const fs::path& request_path, const BrokerOptions& options,
+                 const executor::ExecuteOptions& execute) {
   const json request = read_request(request_path);
   const Backend backend = load_backend(request["backend"].get<std::string>(), options.config_root,
                                        options.executable_roots);
@@ -218,41 +218,39 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   confined.temporary_root = options.temporary_root;
   confined.hidden.push_back(options.worktree_root);
   confined.hidden.push_back(fs::absolute(request_path));
+  return run_backend(request, backend, options, confined);
+}
+
+json execute_request(const fs::path& request_path, const fs::path& result_path,
+                     const BrokerOptions& options, const executor::ExecuteOptions& execute) {
+  executor::ExecuteOptions confined = execute;
   confined.hidden.push_back(fs::absolute(result_path));
-  const json result = run_backend(request, backend, options, confined);
-  try {
-    const fs::path target = fs::absolute(result_path);
-    fs::create_directories(target.parent_path());
-    executor::files::write_atomic(target, canonical_json(result) + "\n");
-  } catch (const std::exception& error) {
-    throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_WRITE_FAILED, error.what());
-  }
+  const json result = run_request(request_path, options, confined);
+  executor::write_result(result_path, result, nullptr);
   return result;
 }
 
 executor::ServeOptions serve_options(const fs::path& root, const BrokerOptions& options,
-                                     unsigned concurrency) {
+                                     unsigned concurrency, executor::ExchangeKey key) {
   executor::ServeOptions serve;
   serve.root = root;
   serve.concurrency = concurrency;
   serve.execute.credentials_directory = options.credentials_directory;
   serve.execute.temporary_root = options.temporary_root;
-  serve.handler = [options](const fs::path& request, const fs::path& result,
-                            const executor::ExecuteOptions& execute) {
-    return execute_request(request, result, options, execute);
+  serve.handler = [options](const fs::path& request, const executor::ExecuteOptions& execute) {
+    return run_request(request, options, execute);
   };
+  serve.key = std::move(key);
   return serve;
 }
 
-json exchange(const fs::path& root, const json& request, std::chrono::milliseconds timeout) {
+json exchange(const fs::path& root, const json& request, std::chrono::milliseconds timeout,
+              const executor::ExchangeKey& key) {
   const json checked = validate_request(request);
   return executor::exchange_request(
-      root, checked["request_id"], checked, timeout,
-      [&checked](const fs::path& path, const std::string& request_sha) {
-        const auto read = executor::files::read_file(path, 16 * executor::kMaxRequestBytes);
-        json value = read.status == executor::files::ReadStatus::ok
-                         ? parse_json(read.content)
-                         : json(json::value_t::discarded);
+      root, checked["request_id"], checked, timeout, key,
+      [&checked](const std::string& content, const std::string& request_sha) {
+        json value = parse_json(content);
         const auto field = [&](const char* name) { return value.value(name, json()); };
         if (value.is_discarded() || !value.is_object() ||
             field("schema") != json(kBrokerResultSchema) ||

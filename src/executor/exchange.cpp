@@ -16,9 +16,8 @@ using nlohmann::json;
 
 // A failure file's {"error": "CODE[:detail]"} as an Error with that code; an unreadable one, or
 // one naming no code of ours, is EXTERNAL_AGENT_EXECUTOR_FAILED.
-Error recorded_failure(const fs::path& path) {
-  const auto read = files::read_file(path, kMaxRequestBytes);
-  const json value = read.status == files::ReadStatus::ok ? parse_json(read.content) : json();
+Error recorded_failure(const std::string& content) {
+  const json value = parse_json(content);
   const json text = value.is_object() ? value.value("error", json()) : json();
   if (!text.is_string() || text.get_ref<const std::string&>().empty()) {
     return Error(ErrorCode::EXTERNAL_AGENT_EXECUTOR_FAILED);
@@ -30,11 +29,9 @@ Error recorded_failure(const fs::path& path) {
   return Error(info->code, colon == std::string::npos ? std::string() : message.substr(colon + 1));
 }
 
-json validated_result(const fs::path& path, const json& request, const std::string& request_sha) {
-  // Output text and JSON are each at most 128 KiB, but JSON escapes can grow them sixfold.
-  const auto read = files::read_file(path, 16 * kMaxRequestBytes);
-  json value = read.status == files::ReadStatus::ok ? parse_json(read.content)
-                                                    : json(json::value_t::discarded);
+json validated_result(const std::string& content, const json& request,
+                      const std::string& request_sha) {
+  json value = parse_json(content);
   if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_INVALID);
   const auto field = [&](const char* name) { return value.value(name, json()); };
   if (!value.is_object() || field("schema") != json(kResultSchema) ||
@@ -55,7 +52,9 @@ json validated_result(const fs::path& path, const json& request, const std::stri
 }  // namespace
 
 json exchange_request(const fs::path& root, const std::string& request_id, const json& request,
-                      std::chrono::milliseconds timeout, const ResultReader& read_result) {
+                      std::chrono::milliseconds timeout, const ExchangeKey& key,
+                      const ResultReader& read_result) {
+  if (key.empty()) throw Error(ErrorCode::EXTERNAL_AGENT_EXCHANGE_KEY_INVALID);
   const fs::path requests = root / "requests";
   const fs::path results = root / "results";
   const fs::path failed = root / "failed";
@@ -75,8 +74,10 @@ json exchange_request(const fs::path& root, const std::string& request_id, const
   }();
 
   const auto answer = [&]() -> std::optional<json> {
-    if (files::exists(results / file)) return read_result(results / file, request_sha);
-    if (files::exists(failed / file)) throw recorded_failure(failed / file);
+    if (const auto result = read_answer(results / file, kMaxAnswerBytes, key))
+      return read_result(*result, request_sha);
+    if (const auto failure = read_answer(failed / file, kMaxRequestBytes, key))
+      throw recorded_failure(*failure);
     return std::nullopt;
   };
   if (auto result = answer()) return *result;
@@ -107,7 +108,7 @@ json exchange_request(const fs::path& root, const std::string& request_id, const
   }
 }
 
-Exchange::Exchange(fs::path root) : root_(std::move(root)) {}
+Exchange::Exchange(fs::path root, ExchangeKey key) : root_(std::move(root)), key_(std::move(key)) {}
 
 json Exchange::execute(const Call& call) const {
   const json request = validate_request({{"schema", kRequestSchema},
@@ -116,9 +117,9 @@ json Exchange::execute(const Call& call) const {
                                          {"task_id", call.task_id},
                                          {"execution_digest", call.execution_digest},
                                          {"payload", call.payload}});
-  return exchange_request(root_, call.request_id, request, call.timeout,
-                          [&request](const fs::path& path, const std::string& request_sha) {
-                            return validated_result(path, request, request_sha);
+  return exchange_request(root_, call.request_id, request, call.timeout, key_,
+                          [&request](const std::string& content, const std::string& request_sha) {
+                            return validated_result(content, request, request_sha);
                           });
 }
 

@@ -9,6 +9,7 @@
 #include "aios/fault.hpp"
 #include "aios/process.hpp"
 #include "canonical/utf8.hpp"
+#include "executor/exchange_core.hpp"
 #include "executor/files.hpp"
 #include "executor/output.hpp"
 
@@ -171,27 +172,40 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
 
 }  // namespace
 
-json execute_request(const fs::path& request_path, const fs::path& result_path,
-                     const ExecuteOptions& options) {
+json run_request(const fs::path& request_path, const ExecuteOptions& options) {
   const json request = read_request(request_path);
   fault_point("executor_request_accepted");
   const RuntimeProfile profile = load_profile(request["runtime"].get<std::string>(),
                                               options.profile_root, options.executable_roots);
-  // The request and its result are never the child's to see (serve mode hides the whole
-  // exchange root besides).
+  // The request is never the child's to see (serve mode hides the whole exchange root besides).
   ExecuteOptions confined = options;
   confined.hidden.push_back(fs::absolute(request_path));
+  return run_agent(request, profile, confined);
+}
+
+json execute_request(const fs::path& request_path, const fs::path& result_path,
+                     const ExecuteOptions& options) {
+  ExecuteOptions confined = options;
   confined.hidden.push_back(fs::absolute(result_path));
-  const json result = run_agent(request, profile, confined);
+  const json result = run_request(request_path, confined);
+  write_result(result_path, result, nullptr);
+  return result;
+}
+
+void write_result(const fs::path& result_path, const json& result, const ExchangeKey* key) {
   try {
     const fs::path target = fs::absolute(result_path);
     fs::create_directories(target.parent_path());
-    files::write_atomic(target, canonical_json(result) + "\n");
+    const std::string content = canonical_json(result) + "\n";
+    if (key != nullptr) {
+      write_answer(target, content, *key);
+    } else {
+      files::write_atomic(target, content);
+    }
   } catch (const std::exception& error) {
     throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_WRITE_FAILED, error.what());
   }
   fault_point("executor_outcome_written");
-  return result;
 }
 
 }  // namespace aios::executor

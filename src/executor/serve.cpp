@@ -14,6 +14,7 @@
 #include "aios/executor.hpp"
 #include "aios/log.hpp"
 #include "aios/sys.hpp"
+#include "executor/exchange_core.hpp"
 #include "executor/files.hpp"
 #include "executor/watch.hpp"
 
@@ -90,7 +91,23 @@ struct Server::State {
   }
 
   void record_failure(const std::string& name, const std::string& text) {
-    files::write_atomic(failed / name, python_json_dumps(json{{"error", text}}) + "\n");
+    write_answer(failed / name, python_json_dumps(json{{"error", text}}) + "\n", options.key);
+  }
+
+  // True when the request already has an answer of ours. One without our seal was written by
+  // someone else: it is removed, and the request is handled as if it had none.
+  bool answered(const std::string& name) {
+    for (const fs::path& answer : {results / name, failed / name}) {
+      try {
+        if (read_answer(answer, kMaxAnswerBytes, options.key)) return true;
+      } catch (const Error& error) {
+        log::warn("EXTERNAL_AGENT_ANSWER_REMOVED",
+                  {{"request", name}, {"answer", answer.string()}, {"error", error.code()}});
+        std::error_code ignored;  // a directory or symlink goes as well; our answer replaces it
+        fs::remove_all(answer, ignored);
+      }
+    }
+    return false;
   }
 
   // Removes the request (and then its marker) once its outcome is durable.
@@ -108,7 +125,7 @@ struct Server::State {
   void process(const std::string& name) {
     const fs::path request = requests / name;
     if (!files::exists(request)) return;
-    if (files::exists(results / name) || files::exists(failed / name)) {
+    if (answered(name)) {
       settle(name);  // finished before a crash or restart; never run it again
       return;
     }
@@ -127,7 +144,8 @@ struct Server::State {
               "\n");
     };
     try {
-      const auto result = options.handler(request, results / name, execute);
+      const auto result = options.handler(request, execute);
+      write_result(results / name, result, &options.key);
       log::info("EXTERNAL_AGENT_REQUEST_SUCCEEDED",
                 {{"request", name},
                  {"runtime", result.contains("runtime") ? result["runtime"] : result["backend"]},
@@ -182,6 +200,7 @@ Server::Server(ServeOptions options) : state_(std::make_unique<State>(std::move(
   if (::lstat(root.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     throw Error(ErrorCode::EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE, root.string());
   }
+  if (state_->options.key.empty()) throw Error(ErrorCode::EXTERNAL_AGENT_EXCHANGE_KEY_INVALID);
   if (!state_->wake.valid()) throw Error(ErrorCode::INTERNAL_ERROR, "eventfd");
   ensure_directory(state_->requests, 02770);
   ensure_directory(state_->results, 02770);

@@ -11,6 +11,7 @@ target_sources(aios_core PRIVATE
   executor/output.cpp
   executor/profile.cpp
   executor/request.cpp
+  executor/seal.cpp
   executor/rules.cpp
   executor/sandbox.cpp
   executor/serve.cpp

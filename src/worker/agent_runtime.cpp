@@ -21,7 +21,7 @@ nlohmann::json run_agent_runtime(RunContext& run) {
   }
   const std::string task_id = envelope.at("task_id");
   const std::string request_id = external_request_id(envelope);
-  const executor::Exchange exchange(run.config.executor_root);
+  const executor::Exchange exchange(run.config.executor_root, run.config.exchange_key);
   const auto external = await_in_slices(
       run, "external_agent",
       std::chrono::duration_cast<std::chrono::milliseconds>(run.config.executor_timeout),

@@ -84,7 +84,7 @@ json await_backend(RunContext& run, const json& request) {
       run, "engineering_backend",
       std::chrono::duration_cast<std::chrono::milliseconds>(run.config.broker_timeout),
       [&](std::chrono::milliseconds slice) {
-        return broker::exchange(run.config.broker_root, request, slice);
+        return broker::exchange(run.config.broker_root, request, slice, run.config.exchange_key);
       });
 }
 

@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(
         Daemon{"aios-agent-task-execution-rebind",
                "AIOS_AGENT_TASK_EXECUTION_REBIND_AUTHORIZATION_ID", "AUTHORIZATION_ID_MISSING"},
         Daemon{"aios-external-agent-executor", "--executable-root",
-               "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE"},
+               "EXTERNAL_AGENT_EXCHANGE_KEY_INVALID"},
         Daemon{"aios-online-agent-worker", "AIOS_WORKER_ALLOWED_ADAPTERS",
                "WORKER_AGENT_TOKEN_UNAVAILABLE"}),
     [](const ::testing::TestParamInfo<Daemon>& param_info) {

@@ -111,6 +111,15 @@ expect_dir /var/lib/aios-agent-runtime-broker/exchange/requests "aios-engineerin
 expect_dir /var/lib/aios-agent-runtime-broker/exchange/started "aios-engineering-executor:aios-agent-runtime-exchange 750"
 expect_dir /etc/aios/external-agent-runtime.d "root:root 755"
 
+# ... and the exchange key: root's alone, 64 hex digits, kept as it is when configure runs again.
+key=/etc/credstore/aios-exchange-result.key
+expect_dir /etc/credstore "root:root 700"
+[ "$(owner_and_mode "$key")" = "root:root 600" ] || fail "$key is $(owner_and_mode "$key")"
+grep -qxE '[0-9a-f]{64}' "$root$key" || fail "$key is not 64 hex digits"
+before=$(cat "$root$key")
+DPKG_ROOT="$root" sh "$work/control/postinst" configure >/dev/null 2>&1 || fail "postinst again"
+[ "$(cat "$root$key")" = "$before" ] || fail "a second configure replaced the exchange key"
+
 # No installed file is writable by anyone but root.
 writable=$(find "$root/usr" "$root/etc/aios" -perm /022 ! -type l -print)
 [ -z "$writable" ] || fail "group/world-writable: $writable"

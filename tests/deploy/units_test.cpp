@@ -150,6 +150,28 @@ TEST(Units, WorkerUnitsAreCapabilityAndAdapterScoped) {
   }
 }
 
+// Given the units on either side of an exchange (the executor, the broker, the three workers),
+// each should load the one root-provisioned exchange key the package's postinst makes, and no
+// control-plane unit should.
+TEST(Units, ExchangePartiesShareTheRootProvisionedExchangeKey) {
+  const std::string line =
+      "LoadCredential=exchange_result_key:/etc/credstore/aios-exchange-result.key";
+  for (const char* unit :
+       {"aios-external-agent-executor.service", "aios-agent-runtime-broker.service",
+        "aios-online-agent-worker.service", "aios-hermes-online-agent-worker.service",
+        "aios-openclaw-online-agent-worker.service"}) {
+    EXPECT_TRUE(has_line(read_file(std::string("deploy/systemd/") + unit), line)) << unit;
+  }
+  for (const char* unit :
+       {"aios-agent-task-api.service", "aios-agent-task-execution-rebind.service"}) {
+    EXPECT_EQ(read_file(std::string("deploy/systemd/") + unit).find("exchange_result_key"),
+              std::string::npos)
+        << unit;
+  }
+  const auto postinst = read_file("deploy/debian/postinst");
+  EXPECT_NE(postinst.find("/etc/credstore/aios-exchange-result.key"), std::string::npos);
+}
+
 // Every unit, with the exposure budget `systemd-analyze security --offline=true` must keep it
 // within: the two control-plane daemons at most 1.0, the agent-runtime workers at most 1.5. The
 // three units that build sandboxes for hostile children (the executor, the broker, the generic

@@ -92,8 +92,15 @@ class EngineeringTest : public WorkerTest {
         config / ("agent-runtime-" + conf.at("backend").get<std::string>() + ".conf"), conf.dump());
     test::DaemonOptions options;
     options.binary = test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--broker",      "--root",          broker_root().string(), "--config-root",
-                    config.string(), "--worktree-root", workspaces().string()};
+    options.args = {"--broker",
+                    "--root",
+                    broker_root().string(),
+                    "--config-root",
+                    config.string(),
+                    "--worktree-root",
+                    workspaces().string(),
+                    "--exchange-key-file",
+                    test::exchange_key_file(dir()).string()};
     options.args.insert(options.args.end(), args.begin(), args.end());
     options.env = {"TMPDIR=" + (dir() / "broker-tmp").string()};
     options.env.insert(options.env.end(), env.begin(), env.end());
@@ -125,6 +132,7 @@ class EngineeringTest : public WorkerTest {
         "--allowed-adapters",  adapter,
         "--authority-git-dir", scheduler().authority_git_dir().string(),
         "--broker-root",       broker_root().string(),
+        "--exchange-key-file", test::exchange_key_file(dir()).string(),
         "--state-root",        (dir() / ("state-" + name)).string(),
         "--workspace-root",    workspaces().string(),
         "--heartbeat-ms",      "200"};

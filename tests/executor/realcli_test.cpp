@@ -108,7 +108,9 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
                   "--executable-root",
                   cli_->node_install().string(),
                   "--executable-root",
-                  cli_->openclaw_install().string()};
+                  cli_->openclaw_install().string(),
+                  "--exchange-key-file",
+                  aios::test::exchange_key_file(dir_.path()).string()};
   options.env = {"CREDENTIALS_DIRECTORY=" + credentials.string(), "TMPDIR=" + temporary().string()};
   options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
   options.port_field.clear();
@@ -117,7 +119,7 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
 
   auto payload = default_payload();
   payload["goal"] = "Reply with a greeting. Do not use tools.";
-  const Exchange exchange(root);
+  const Exchange exchange(root, ExchangeKey::from_file(aios::test::exchange_key_file(dir_.path())));
   json result;
   try {
     result = exchange.execute({.request_id = "external-openclaw-realcli-0001",

@@ -8,6 +8,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/process.hpp"
+#include "executor/exchange_core.hpp"
 #include "executor/fixture.hpp"
 #include "support/witness.hpp"
 
@@ -38,9 +39,14 @@ class Serve : public ExecutorTest {
   Daemon& start(unsigned concurrency = 1, std::vector<std::string> env = {}) {
     DaemonOptions options;
     options.binary = aios::test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root",         root().string(),
-                    "--profile-root", profiles().string(),
-                    "--concurrency",  std::to_string(concurrency)};
+    options.args = {"--root",
+                    root().string(),
+                    "--profile-root",
+                    profiles().string(),
+                    "--concurrency",
+                    std::to_string(concurrency),
+                    "--exchange-key-file",
+                    aios::test::exchange_key_file(dir_.path()).string()};
     options.env = std::move(env);
     options.env.push_back("TMPDIR=" + temporary().string());
     options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
@@ -195,20 +201,31 @@ TEST_F(Serve, RestartNeverRunsAStartedRequestTwice) {
 }
 
 // Given a request whose result was written just before a crash (the request not yet removed),
-// a restart should only clean up, not run it again.
+// a restart should only clean up, not run it again; a result without the seal is no answer.
 TEST_F(Serve, RestartSettlesAnsweredRequests) {
   write_profile("hermes", python_profile("hermes", write_script("never.py",
                                                                 "import sys\n"
                                                                 "sys.exit(9)\n")));
   hand_in("done.json", request_named("0000000000000041"));
+  hand_in("forged.json", request_named("0000000000000043"));
   std::filesystem::create_directories(results());
-  write_text_file(results() / "done.json", "{\"kept\": true}");
+  const auto key = ExchangeKey::from_file(aios::test::exchange_key_file(dir_.path()));
+  write_answer(results() / "done.json", "{\"kept\": true}", key);
+  // Written by someone without the key: not an answer, so the request runs after all.
+  write_text_file(results() / "forged.json", "{\"kept\": true}");
   start();
   hand_in("after.json", request_named("0000000000000042"));
   ASSERT_TRUE(wait_for(failed() / "after.json")) << daemon_->log();  // serving goes on
+  ASSERT_TRUE(wait_for(failed() / "forged.json")) << daemon_->log();
   EXPECT_FALSE(std::filesystem::exists(requests() / "done.json"));
   EXPECT_EQ(read_text_file(results() / "done.json"), "{\"kept\": true}");
   EXPECT_FALSE(std::filesystem::exists(failed() / "done.json"));
+  EXPECT_FALSE(std::filesystem::exists(results() / "forged.json"));
+  EXPECT_NE(read_text_file(failed() / "forged.json").find("EXTERNAL_AGENT_PROCESS_FAILED"),
+            std::string::npos);
+  const auto removed = daemon_->find_event("EXTERNAL_AGENT_ANSWER_REMOVED");
+  ASSERT_TRUE(removed.has_value()) << daemon_->log();
+  EXPECT_EQ(removed->at("error"), "EXTERNAL_AGENT_RESULT_MAC_INVALID");
 }
 
 // Given SIGTERM while an agent runs, the executor should let it finish, write its result and
@@ -241,6 +258,29 @@ TEST_F(Serve, RefusesSecretEnvironment) {
             std::string::npos)
       << daemon.log();
   EXPECT_EQ(daemon.log().find("ghp_example"), std::string::npos);
+}
+
+// Given serve mode without an exchange key (none at the default path, or one too short), the
+// executor should refuse to start rather than write answers nobody can check.
+TEST_F(Serve, RefusesToServeWithoutTheExchangeKey) {
+  write_text_file(dir_ / "short-key", std::string(16, 'k'));
+  const std::vector<std::vector<std::string>> cases = {
+      {}, {"--exchange-key-file", (dir_ / "short-key").string()}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& key_args = cases[i];
+    DaemonOptions options;
+    options.binary = aios::test::daemon_binary("aios-external-agent-executor");
+    options.args = {"--root", root().string(), "--profile-root", profiles().string()};
+    options.args.insert(options.args.end(), key_args.begin(), key_args.end());
+    options.env = {"CREDENTIALS_DIRECTORY=" + (dir_ / "no-credentials").string()};
+    Daemon daemon(options, dir_.path(), "no-key-" + std::to_string(i));
+    daemon.spawn();
+    const auto status = daemon.wait_exit(std::chrono::seconds(10));
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(status->exited_with(69));
+    EXPECT_NE(daemon.log().find("EXTERNAL_AGENT_EXCHANGE_KEY_INVALID"), std::string::npos)
+        << daemon.log();
+  }
 }
 
 // Given --request and --result, one request runs: 0 and a result, or 1 and the code on stderr.

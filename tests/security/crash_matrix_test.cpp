@@ -369,8 +369,12 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
                               .dump());
     test::DaemonOptions options;
     options.binary = test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root", (dir_ / "exchange").string(), "--profile-root",
-                    (dir_ / "profiles").string()};
+    options.args = {"--root",
+                    (dir_ / "exchange").string(),
+                    "--profile-root",
+                    (dir_ / "profiles").string(),
+                    "--exchange-key-file",
+                    test::exchange_key_file(dir_.path()).string()};
     options.env = {"TMPDIR=" + (dir_ / "tmp").string()};
     options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
     options.port_field.clear();

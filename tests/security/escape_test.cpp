@@ -56,7 +56,12 @@ class AgentEscape : public ExecutorTest {
   Daemon& start(const std::string& marker) {
     DaemonOptions options;
     options.binary = aios::test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root", root().string(), "--profile-root", profiles().string()};
+    options.args = {"--root",
+                    root().string(),
+                    "--profile-root",
+                    profiles().string(),
+                    "--exchange-key-file",
+                    aios::test::exchange_key_file(dir_.path()).string()};
     options.env = {"TMPDIR=" + temporary().string(),
                    "CREDENTIALS_DIRECTORY=" + credentials().string(),
                    "AIOS_ESCAPE_MARKER=" + marker};

@@ -80,7 +80,12 @@ class SecretCanaryTest : public worker_test::WorkerTest {
     std::filesystem::create_directories(exchange());
     test::DaemonOptions options;
     options.binary = test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root", exchange().string(), "--profile-root", (dir() / "profiles").string()};
+    options.args = {"--root",
+                    exchange().string(),
+                    "--profile-root",
+                    (dir() / "profiles").string(),
+                    "--exchange-key-file",
+                    test::exchange_key_file(dir()).string()};
     options.env = {"TMPDIR=" + (dir() / "executor-tmp").string(),
                    "CREDENTIALS_DIRECTORY=" + credentials.string()};
     options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";

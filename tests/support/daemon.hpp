@@ -104,6 +104,14 @@ inline std::string write_token_file(const std::filesystem::path& path, std::size
   return token;
 }
 
+// The exchange key the executor seals its answers with and the worker checks them with
+// (--exchange-key-file of both): `<dir>/exchange_result_key`, made once per directory.
+inline std::filesystem::path exchange_key_file(const std::filesystem::path& dir) {
+  const auto path = dir / "exchange_result_key";
+  if (!std::filesystem::exists(path)) write_token_file(path, 64);
+  return path;
+}
+
 // A directory under $AIOS_TEST_TMPDIR, else $TMPDIR, else /tmp, removed with its content on
 // destruction (kept when AIOS_TEST_KEEP_TMP is set, for a post-mortem).
 class ScopedTempDir {

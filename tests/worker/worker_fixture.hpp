@@ -58,7 +58,12 @@ class WorkerTest : public bridge_test::BridgeTest {
     std::filesystem::create_directories(exchange());
     test::DaemonOptions options;
     options.binary = daemon_binary("aios-external-agent-executor");
-    options.args = {"--root", exchange().string(), "--profile-root", (dir() / "profiles").string()};
+    options.args = {"--root",
+                    exchange().string(),
+                    "--profile-root",
+                    (dir() / "profiles").string(),
+                    "--exchange-key-file",
+                    test::exchange_key_file(dir()).string()};
     options.env = {"TMPDIR=" + (dir() / "executor-tmp").string()};
     options.env.insert(options.env.end(), extra_env.begin(), extra_env.end());
     options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
@@ -86,6 +91,7 @@ class WorkerTest : public bridge_test::BridgeTest {
         "--capabilities",      caps,
         "--authority-git-dir", scheduler().authority_git_dir().string(),
         "--executor-root",     exchange().string(),
+        "--exchange-key-file", test::exchange_key_file(dir()).string(),
         "--state-root",        (dir() / ("state-" + name)).string(),
         "--heartbeat-ms",      "200"};
     if (!adapters.empty()) {
