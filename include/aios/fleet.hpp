@@ -71,7 +71,10 @@ class TaskPlane {
   // Owner (reader == nullptr) or the agent whose worker holds the claim.
   nlohmann::json task_view(const std::string& task_id, const Agent* reader);
   nlohmann::json list_tasks(const std::string& status, std::size_t limit, std::int64_t after);
-  nlohmann::json task_events(const std::string& task_id, const Agent* reader);
+  // The task's events after event id `after`, oldest first, at most `limit`; `next_after` is the
+  // last id returned (or `after`), for the next page.
+  nlohmann::json task_events(const std::string& task_id, const Agent* reader, std::size_t limit,
+                             std::int64_t after);
 
   // Agent: {worker_id, limit} -> {"tasks": [...]} ranked, eligible, reserving nothing.
   nlohmann::json poll(const Agent& agent, const nlohmann::json& body);

@@ -197,6 +197,9 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
     }
   }
   db_.write([&](SQLite::Database& db) {
+    // A lease lost while the ref moved leaves the receipt PENDING: this attempt is stale and
+    // cannot record the commit; the attempt that holds the task next recovers it.
+    fenced(db);
     SQLite::Statement applied(db,
                               "UPDATE bridge_commits SET state='APPLIED', applied_at=? WHERE "
                               "commit_idempotency_key=?");

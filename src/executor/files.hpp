@@ -25,6 +25,22 @@ struct ReadResult {
 // Reads `path` (O_NOFOLLOW, non-blocking open so a FIFO cannot hang us).
 ReadResult read_file(const std::filesystem::path& path, std::size_t max_bytes);
 
+// Files beneath `root` as the kernel resolves them with openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS): a path with a symlink at any component, or one that leaves `root`, is
+// refused whatever was on disk a moment before, so what is read or written is what lies there.
+// Where a seccomp filter refuses openat2 with ENOSYS (systemd 252's SystemCallFilter=), each
+// component is opened in turn with O_NOFOLLOW beneath the one before, to the same effect.
+// read_beneath: not_regular for a symlink on the way, a path out of `root`, a missing file or
+// anything but a regular file.
+ReadResult read_beneath(const std::filesystem::path& root, const std::filesystem::path& relative,
+                        std::size_t max_bytes);
+// Creates the missing directories (0755) and writes `content` (0644, truncating). Throws
+// std::system_error (ELOOP, EXDEV, ENOTDIR for the paths above).
+void write_beneath(const std::filesystem::path& root, const std::filesystem::path& relative,
+                   std::string_view content);
+// Unlinks the file `relative`; throws std::system_error (ENOENT when it is missing).
+void remove_beneath(const std::filesystem::path& root, const std::filesystem::path& relative);
+
 // True when `path` itself (not a symlink's target) is a regular file / exists at all.
 bool is_regular_file(const std::filesystem::path& path);
 bool exists(const std::filesystem::path& path);

@@ -123,17 +123,23 @@ nlohmann::json TaskPlane::list_tasks(const std::string& status, std::size_t limi
   return {{"tasks", tasks}, {"next_after", last}};
 }
 
-nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* reader) {
+nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* reader,
+                                      std::size_t limit, std::int64_t after) {
   nlohmann::json events = nlohmann::json::array();
+  std::int64_t last = after;
   db_.read([&](SQLite::Database& db) {
     const auto row = store::load_task(db, task_id);
     if (!row || !readable_by(db, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
     store::Prepared query(db,
                           "SELECT event_id, event_type, agent_id, payload_json, created_at "
-                          "FROM task_events WHERE task_id=? ORDER BY event_id");
+                          "FROM task_events WHERE task_id=? AND event_id>? ORDER BY event_id "
+                          "LIMIT ?");
     query->bind(1, task_id);
+    query->bind(2, after);
+    query->bind(3, static_cast<std::int64_t>(limit));
     while (query->executeStep()) {
-      events.push_back({{"event_id", query->getColumn(0).getInt64()},
+      last = query->getColumn(0).getInt64();
+      events.push_back({{"event_id", last},
                         {"event_type", query->getColumn(1).getString()},
                         {"agent_id", query->getColumn(2).getString()},
                         {"payload", fleet::parse_column(query->getColumn(3).getString(),
@@ -141,7 +147,7 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
                         {"created_at", query->getColumn(4).getString()}});
     }
   });
-  return {{"task_id", task_id}, {"events", events}};
+  return {{"task_id", task_id}, {"events", events}, {"next_after", last}};
 }
 
 std::vector<std::pair<std::string, std::int64_t>> TaskPlane::status_counts() {

@@ -52,6 +52,9 @@ void apply(git_repository* repo, git_index* index, const FileChange& change) {
 
 Repository::Repository(const std::filesystem::path& git_dir) {
   git_libgit2_init();
+  // Objects, the index and refs are fsync'd before libgit2 renames them into place, so a
+  // governed commit the Bridge records as made survives a power loss.
+  git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
   if (git_repository_open_bare(&repo_, git_dir.c_str()) < 0) {
     const git_error* error = git_error_last();
     const std::string detail = git_dir.string() + ": " + (error ? error->message : "unknown");

@@ -174,7 +174,11 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (owner_action) need_owner();
   if (agent_action) need_agent();
   const std::string task_id = task_id_of(parts[2]);
-  if (method == "GET" && action == "events") return ok(plane_.task_events(task_id, reader));
+  if (method == "GET" && action == "events") {
+    return ok(plane_.task_events(
+        task_id, reader, static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
+        query_int(request, "after", 0, 0, INT64_MAX)));
+  }
   if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id));
   if (method != "POST") fail(ErrorCode::NOT_FOUND);
   if (action == "claim") {

@@ -151,13 +151,7 @@ json run_engineering(RunContext& run) {
     if (inspected.change_set.empty()) throw Error(ErrorCode::ENGINEERING_NO_CHANGES);
     const json plan =
         verification_plan(envelope.at("verification"), answer["runtime_result"].at("verification"));
-    json tests = json::array();
-    for (const auto& command : plan) {
-      run.heartbeat.alive("verification");
-      tests.push_back(
-          run_verification(run.config, directory.root(), directory.worktree(), command));
-      if (!tests.back().at("passed").get<bool>()) break;
-    }
+    const json tests = verify_change_set(run, inspected.change_set, plan);
     state["tests"] = tests;
     state["changed_files"] = inspected.changed_files;
     state["change_set"] = std::move(inspected.change_set);

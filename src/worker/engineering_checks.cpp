@@ -162,7 +162,10 @@ InspectedChanges inspect_worktree(const fs::path& worktree, const WorktreeBaseli
              change.path);
     }
     if (!S_ISREG(info.st_mode)) refuse(ErrorCode::ENGINEERING_CHANGE_UNSUPPORTED, change.path);
-    const auto read = executor::files::read_file(file, kMaxEngineeringFileBytes);
+    // The checks above name what is wrong; the read itself lets the kernel refuse a symlink at
+    // any component, so what goes into the change set is the file that lies beneath the tree.
+    const auto read =
+        executor::files::read_beneath(worktree, change.path, kMaxEngineeringFileBytes);
     if (read.status == executor::files::ReadStatus::too_large) {
       refuse(ErrorCode::ENGINEERING_FILE_TOO_LARGE, change.path);
     }

@@ -1,10 +1,14 @@
-// Verification commands and the governed commit, shared by the deterministic and engineering
-// adapters.
+// The clean verification checkout, verification commands and the governed commit, shared by the
+// deterministic and engineering adapters.
 #include "worker/governed.hpp"
 
+#include <system_error>
+
 #include "aios/canonical.hpp"
+#include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "aios/process.hpp"
+#include "executor/files.hpp"
 
 namespace aios::worker {
 namespace {
@@ -14,6 +18,29 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxTestOutput = 16 * 1024;
 
 }  // namespace
+
+Workspace::Workspace(const WorkerConfig& config, const nlohmann::json& envelope)
+    : root_(config.workspace_root /
+            (envelope.at("task_id").get<std::string>() + "-" + random_hex(6))) {
+  try {
+    fs::create_directories(root_ / "home");
+    fs::create_directories(root_ / "tmp");
+    git::Repository(config.authority_git_dir).checkout(envelope.at("base_oid"), worktree());
+  } catch (const Error&) {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+    throw;
+  } catch (const std::exception& error) {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+    throw Error(ErrorCode::WORKER_WORKSPACE_FAILED, error.what());
+  }
+}
+
+Workspace::~Workspace() {
+  std::error_code ignored;
+  fs::remove_all(root_, ignored);
+}
 
 nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_root,
                                 const fs::path& worktree, const nlohmann::json& command) {
@@ -58,6 +85,32 @@ nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_
           {"duration_ms",
            std::chrono::duration_cast<std::chrono::milliseconds>(outcome.elapsed).count()},
           {"output", bounded_text(output, kMaxTestOutput)}};
+}
+
+nlohmann::json verify_change_set(RunContext& run, const nlohmann::json& change_set,
+                                 const nlohmann::json& commands) {
+  run.heartbeat.alive("workspace");
+  const Workspace workspace(run.config, run.envelope);
+  for (const auto& change : change_set) {
+    const std::string& path = change.at("path").get_ref<const std::string&>();
+    try {
+      if (change.at("operation") == "delete_file") {
+        executor::files::remove_beneath(workspace.worktree(), path);
+      } else {
+        executor::files::write_beneath(workspace.worktree(), path,
+                                       change.at("content").get_ref<const std::string&>());
+      }
+    } catch (const std::system_error& error) {
+      throw Error(ErrorCode::WORKER_WORKSPACE_FAILED, path + ": " + error.code().message());
+    }
+  }
+  nlohmann::json tests = nlohmann::json::array();
+  for (const auto& command : commands) {
+    run.heartbeat.alive("verification");
+    tests.push_back(run_verification(run.config, workspace.root(), workspace.worktree(), command));
+    if (!tests.back().at("passed").get<bool>()) break;
+  }
+  return tests;
 }
 
 nlohmann::json governed_commit(RunContext& run, const nlohmann::json* change_set) {

@@ -18,6 +18,15 @@ nlohmann::json run_verification(const WorkerConfig& config, const std::filesyste
                                 const std::filesystem::path& worktree,
                                 const nlohmann::json& command);
 
+// Runs `commands` (in order, up to the first that fails) on a clean checkout of exactly the tree
+// that will be committed: a fresh Workspace at the envelope's base_oid with `change_set`
+// ([{path, operation: write_file, content} | {path, operation: delete_file}]) applied beneath its
+// worktree, never through a symlink. Nothing else of any other worktree (files an agent left,
+// ignored or excluded ones, its .git) is there to influence them. Returns the tests;
+// WORKER_WORKSPACE_FAILED when the checkout cannot be made or the change set not applied.
+nlohmann::json verify_change_set(RunContext& run, const nlohmann::json& change_set,
+                                 const nlohmann::json& commands);
+
 // Takes the writer lease for the envelope's branch and asks the Bridge for the governed commit,
 // idempotent by the envelope's commit key (after a crash the Bridge answers with the commit it
 // already made). `change_set` is the engineering adapter's computed change set; nullptr for a

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
 #include "worker/engineering.hpp"
@@ -249,8 +250,14 @@ class Worker::Impl {
         interrupted_.insert(task_id);
         return {task_id, "INTERRUPTED", error.code()};
       }
-      log::warn("TASK_FAILED",
-                {{"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}});
+      nlohmann::json fields = {
+          {"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}};
+      // The worker's own file work failed: which path and why is what the operator needs.
+      if (error.code() == "WORKER_WORKSPACE_FAILED" ||
+          error.code() == "ENGINEERING_WORKTREE_FAILED") {
+        fields["detail"] = bounded_text(error.detail(), 512);
+      }
+      log::warn("TASK_FAILED", fields);
       const nlohmann::json body = {{"lease_token", checkpoint.lease_token},
                                    {"failure_class", failure_class_of(error.code())},
                                    {"reason", error.code()}};

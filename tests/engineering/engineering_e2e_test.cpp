@@ -70,6 +70,32 @@ TEST_F(EngineeringE2E, EngineeringTaskIsCommittedWithExactlyTheBackendsEditAndSu
   EXPECT_EQ(task("task-eng-ok").at("status"), "SUCCEEDED");
 }
 
+TEST_F(EngineeringE2E, VerificationRunsOnACleanCheckoutOfExactlyTheCommittedTree) {
+  // Given a backend that leaves a file beside its edit that git does not see (excluded in the
+  // worktree's own .git/info/exclude), verification should run on a clean checkout of the base
+  // with exactly the committed change: the file is not there, and the commit is the edit alone.
+  start_broker("codex", "poison");
+  auto body = engineering_task("task-eng-clean", "agent/task-eng-clean");
+  body["execution"]["verification"] = {{{"label", "clean"},
+                                        {"argv", {"/usr/bin/test", "!", "-e", "poison.txt"}},
+                                        {"cwd", "."},
+                                        {"timeout_seconds", 30}}};
+  create_task(body);
+  auto& worker = make_engineering_worker("eng-clean", "codex");
+  worker.start();
+  ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(60))) << worker.log();
+  ASSERT_FALSE(worker.find_event("TASK_FAILED").has_value()) << worker.log() << broker_->log();
+  const auto view = task("task-eng-clean");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump();
+  const auto& result = view.at("result");
+  EXPECT_EQ(result.at("status"), "SUCCEEDED") << result.dump();
+  EXPECT_EQ(result.at("tests").at(0).at("label"), "clean");
+  EXPECT_EQ(result.at("tests").at(0).at("passed"), true) << result.dump();
+  const auto commit = branch_oid("agent/task-eng-clean");
+  EXPECT_EQ(repo_git("diff --name-status " + base() + " " + commit), "M\tdocs/BASE.md");
+  EXPECT_TRUE(std::filesystem::is_empty(workspaces()));
+}
+
 TEST_F(EngineeringE2E, BridgeTakesAChangeSetWithTheCommitOnlyForAnEngineeringEnvelope) {
   // Given an engineering task and a deterministic one under their writer leases, the Bridge
   // should commit the change set sent with an engineering commit, require one there, and refuse

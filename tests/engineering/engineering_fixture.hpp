@@ -53,6 +53,12 @@ elif scenario == "secret":
     write("config/provider.env", "OPENAI_API_KEY=sk-" + "Q7" * 24 + "\n")
 elif scenario == "symlink":
     os.symlink("/etc/passwd", "docs/passwd")
+elif scenario == "poison":
+    # Left beside the edit, out of git's sight: excluded in this worktree's own .git.
+    with open(".git/info/exclude", "a") as out:
+        out.write("poison.txt\n")
+    write("poison.txt", "left by the backend\n")
+    verification = []
 elif scenario == "not_allowed":
     verification = [{"label": "who", "argv": ["/usr/bin/id"], "cwd": ".", "timeout_seconds": 30}]
 print(json.dumps({"schema": "aios.online-agent.runtime-result.v1", "status": "COMPLETED",

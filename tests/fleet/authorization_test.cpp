@@ -33,10 +33,10 @@ TEST_F(AuthorizationTest, AnotherAgentCannotReadTheClaim) {
   // Given a task claimed by the owner agent's worker, we should show it and its events to that
   // agent and answer TASK_NOT_FOUND to any other agent, as for a task that does not exist.
   EXPECT_EQ(plane_.task_view("auth-1", &owner_)["claimed_by"], "worker-owner");
-  EXPECT_EQ(plane_.task_events("auth-1", &owner_)["events"].size(), 2u);
+  EXPECT_EQ(plane_.task_events("auth-1", &owner_, 100, 0)["events"].size(), 2u);
 
   EXPECT_EQ(code_of([&] { plane_.task_view("auth-1", &intruder_); }), "TASK_NOT_FOUND");
-  EXPECT_EQ(code_of([&] { plane_.task_events("auth-1", &intruder_); }), "TASK_NOT_FOUND");
+  EXPECT_EQ(code_of([&] { plane_.task_events("auth-1", &intruder_, 100, 0); }), "TASK_NOT_FOUND");
   EXPECT_EQ(code_of([&] { plane_.task_view("no-such-task", &intruder_); }), "TASK_NOT_FOUND");
 }
 
@@ -46,7 +46,7 @@ TEST_F(AuthorizationTest, UnclaimedTaskIsInvisibleToAgents) {
   create_task("auth-queued");
 
   EXPECT_EQ(code_of([&] { plane_.task_view("auth-queued", &owner_); }), "TASK_NOT_FOUND");
-  EXPECT_EQ(code_of([&] { plane_.task_events("auth-queued", &owner_); }), "TASK_NOT_FOUND");
+  EXPECT_EQ(code_of([&] { plane_.task_events("auth-queued", &owner_, 100, 0); }), "TASK_NOT_FOUND");
 }
 
 TEST_F(AuthorizationTest, AnotherAgentCannotActOnTheClaim) {

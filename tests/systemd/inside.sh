@@ -157,7 +157,8 @@ wait_status() { # wait_status ID STATUS [SECONDS]
     [ "$(status_of "$1")" = "$2" ] && return 0
     sleep 0.3
   done
-  echo "  $1 is $(status_of "$1"), not $2"
+  echo "  $1 is $(status_of "$1"), not $2; what the workers logged about it:"
+  journalctl -q -o cat -u 'aios-*worker*' | grep -F "\"$1\"" | grep -v TASK_CHECKPOINT | tail -5
   return 1
 }
 verify() { # verify ID DECISION

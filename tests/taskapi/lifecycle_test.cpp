@@ -171,6 +171,26 @@ TEST_F(LifecycleTest, FullLifecycleToSucceeded) {
   EXPECT_EQ(list[2].at("payload").at("result_sha256"), result.body.at("result_sha256"));
   EXPECT_EQ(list[3].at("payload").at("decision"), "PASS");
   EXPECT_EQ(list[3].at("payload").at("status"), "SUCCEEDED");
+  EXPECT_EQ(history.body.at("next_after"), list[3].at("event_id"));
+
+  // The same history a page at a time: `after` the last id of the page before, at most `limit`.
+  std::vector<std::string> paged;
+  Json after = 0;
+  for (int page = 0; page < 3; ++page) {
+    const auto part =
+        owner().get("/v1/tasks/task-life-1/events?limit=2&after=" + after.dump());
+    ASSERT_EQ(part.status, 200) << describe(part);
+    EXPECT_LE(part.body.at("events").size(), 2u);
+    for (const auto& event : part.body.at("events")) paged.push_back(event.at("event_type"));
+    after = part.body.at("next_after");
+  }
+  EXPECT_EQ(paged, types);
+  EXPECT_EQ(after, list[3].at("event_id"));
+  for (const char* bad : {"limit=0", "limit=1001", "after=-1", "limit=two"}) {
+    const auto refused = owner().get(std::string("/v1/tasks/task-life-1/events?") + bad);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_EQ(refused.code(), "LIMIT_INVALID") << bad;
+  }
 
   const auto listed = owner().get("/v1/tasks");
   ASSERT_EQ(listed.status, 200) << describe(listed);

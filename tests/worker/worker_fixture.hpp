@@ -23,7 +23,8 @@ class WorkerTest : public bridge_test::BridgeTest {
  protected:
   test::SchedulerConfig config() const override {
     test::SchedulerConfig result;
-    result.extra_args = {"--verification-executables", "/usr/bin/true,/usr/bin/false"};
+    result.extra_args = {"--verification-executables",
+                         "/usr/bin/true,/usr/bin/false,/usr/bin/test"};
     return result;
   }
 
