@@ -39,6 +39,7 @@ struct TaskPlaneOptions {
 struct Agent {
   std::string agent_id;
   nlohmann::json granted_capabilities;
+  nlohmann::json granted_tenants = nlohmann::json::array();  // empty: every tenant
 };
 
 // Why a worker could not take a task now; empty when it could.
@@ -54,13 +55,23 @@ class TaskPlane {
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
 
-  // Owner: {agent_id, granted_capabilities} -> {agent_id, granted_capabilities, token}.
-  // The token is returned only here; the store keeps its SHA-256.
+  // Owner: {agent_id, granted_capabilities, granted_tenants?} -> the same and the token.
+  // The token is returned only here; the store keeps its SHA-256. No granted_tenants: every
+  // tenant (AGENT_TENANTS_INVALID for a malformed list).
   nlohmann::json create_agent(const nlohmann::json& body);
+  // The agent whose token this is, unless the owner revoked or rotated it.
   std::optional<Agent> authenticate_agent(const std::string& token);
+  // Owner: the token refused from now on, and every claim a worker of the agent holds released
+  // in the same transaction (TASK_RELEASED, reason AGENT_TOKEN_REVOKED; back to the queue, or
+  // FAILED with no attempt left), since whoever holds a leaked token may hold its lease tokens
+  // too. rotate_agent_token also issues a new token (revoked or not). AGENT_NOT_FOUND.
+  // {agent_id, revoked_at | token, released_tasks}.
+  nlohmann::json revoke_agent_token(const std::string& agent_id);
+  nlohmann::json rotate_agent_token(const std::string& agent_id);
 
   // Agent: {worker_id, capabilities, allowed_adapters, max_concurrency, failure_domain, labels,
-  // tenants}; capabilities must lie inside the agent's grant.
+  // tenants}; capabilities must lie inside the agent's grant, tenants inside its granted tenants
+  // (WORKER_TENANT_NOT_GRANTED; none given: the agent's grant).
   nlohmann::json register_worker(const Agent& agent, const nlohmann::json& body);
   // Owner: {max_slots, failure_domain, labels, quarantined, reset_circuit}.
   nlohmann::json configure_worker(const std::string& worker_id, const nlohmann::json& body);

@@ -18,7 +18,8 @@ std::optional<Plan> load_plan(SQLite::Database& db, const std::string& task_id) 
       db, "SELECT plan_sha256, plan_json, execution_digest FROM bridge_plans WHERE task_id=?");
   query.bind(1, task_id);
   if (!query.executeStep()) return std::nullopt;
-  return Plan{query.getColumn(0).getString(), nlohmann::json::parse(query.getColumn(1).getString()),
+  return Plan{query.getColumn(0).getString(),
+              fleet::parse_column(query.getColumn(1).getString(), nlohmann::json::object()),
               query.getColumn(2).getString()};
 }
 

@@ -151,6 +151,9 @@ nlohmann::json execution_of(const store::TaskRow& row);
 // The task view the API returns: never a token hash.
 nlohmann::json view_of(const store::TaskRow& row);
 
+// A fresh agent token: "aios_" and 64 hex digits from the CSPRNG.
+std::string new_agent_token();
+
 // Parses a stored JSON column, or returns `fallback` for an empty one.
 nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback);
 

@@ -2,6 +2,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/fault.hpp"
+#include "aios/log.hpp"
 #include "envelope/fields.hpp"
 #include "fleet/internal.hpp"
 
@@ -177,7 +178,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
         fail(ErrorCode::RESULT_IDEMPOTENCY_CONFLICT);
       }
       status = 200;
-      response = nlohmann::json::parse(replay->getColumn(1).getString());
+      response = fleet::parse_column(replay->getColumn(1).getString(), nlohmann::json::object());
       response["idempotent"] = true;
       return;
     }
@@ -327,6 +328,92 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
     view = fleet::view_of(row);
   });
   return view;
+}
+
+namespace {
+
+// In the caller's transaction: every claim a worker of `agent_id` holds goes back to the queue
+// (or to FAILED), the way an expired lease does, with its TASK_RELEASED event.
+nlohmann::json release_claims_of(SQLite::Database& db, const std::string& agent_id,
+                                 const std::string& reason, TimePoint now) {
+  const std::string now_iso = format_iso8601(now);
+  std::vector<std::string> held;
+  {
+    store::Prepared query(
+        db,
+        "SELECT t.task_id FROM tasks t JOIN workers w ON w.worker_id=t.claimed_by "
+        "WHERE t.status='CLAIMED' AND w.agent_id=? ORDER BY t.task_id");
+    query->bind(1, agent_id);
+    while (query->executeStep()) held.push_back(query->getColumn(0).getString());
+  }
+  nlohmann::json released = nlohmann::json::array();
+  for (const auto& task_id : held) {
+    auto row = fleet::load_existing_task(db, task_id);
+    const std::string worker_id = row.claimed_by;
+    fleet::end_claim(db, row.claim_id, "RELEASED", now_iso);
+    fleet::end_dispatch(db, task_id, "RELEASED", to_epoch_seconds(now));
+    requeue_or_fail(row);
+    commit_row(db, row, now_iso);
+    store::append_event(db, task_id, "TASK_RELEASED", "owner-control",
+                        {{"worker_id", worker_id},
+                         {"attempt", row.attempt},
+                         {"status", row.status},
+                         {"reason", reason}},
+                        now_iso);
+    released.push_back(task_id);
+  }
+  return released;
+}
+
+void require_agent(SQLite::Database& db, const std::string& agent_id) {
+  store::Prepared exists(db, "SELECT 1 FROM agents WHERE agent_id=?");
+  exists->bind(1, agent_id);
+  if (!exists->executeStep()) fail(ErrorCode::AGENT_NOT_FOUND);
+}
+
+}  // namespace
+
+nlohmann::json TaskPlane::revoke_agent_token(const std::string& agent_id) {
+  const auto now = clock_.now();
+  const std::string now_iso = format_iso8601(now);
+  nlohmann::json answer;
+  db_.write([&](SQLite::Database& db) {
+    require_agent(db, agent_id);
+    store::Prepared revoke(db,
+                           "UPDATE agents SET revoked_at=COALESCE(revoked_at, ?) WHERE agent_id=?");
+    revoke->bind(1, now_iso);
+    revoke->bind(2, agent_id);
+    revoke->exec();
+    store::Prepared revoked(db, "SELECT revoked_at FROM agents WHERE agent_id=?");
+    revoked->bind(1, agent_id);
+    revoked->executeStep();
+    answer = {{"agent_id", agent_id},
+              {"revoked_at", revoked->getColumn(0).getString()},
+              {"released_tasks", release_claims_of(db, agent_id, "AGENT_TOKEN_REVOKED", now)}};
+  });
+  log::info("AGENT_TOKEN_REVOKED",
+            {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
+  return answer;
+}
+
+nlohmann::json TaskPlane::rotate_agent_token(const std::string& agent_id) {
+  const auto now = clock_.now();
+  const std::string token = fleet::new_agent_token();
+  nlohmann::json answer;
+  db_.write([&](SQLite::Database& db) {
+    require_agent(db, agent_id);
+    store::Prepared rotate(db,
+                           "UPDATE agents SET token_sha256=?, revoked_at=NULL WHERE agent_id=?");
+    rotate->bind(1, sha256_hex(token));
+    rotate->bind(2, agent_id);
+    rotate->exec();
+    answer = {{"agent_id", agent_id},
+              {"token", token},
+              {"released_tasks", release_claims_of(db, agent_id, "AGENT_TOKEN_ROTATED", now)}};
+  });
+  log::info("AGENT_TOKEN_ROTATED",
+            {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
+  return answer;
 }
 
 std::size_t TaskPlane::sweep_expired_leases() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "aios/canonical.hpp"
 #include "aios/capability.hpp"
 #include "fleet/internal.hpp"
 
@@ -26,13 +27,14 @@ WorkerState read_worker(SQLite::Statement& query) {
   WorkerState state;
   state.worker_id = query.getColumn(0).getString();
   state.agent_id = query.getColumn(1).getString();
-  state.capabilities = nlohmann::json::parse(query.getColumn(2).getString());
+  const auto empty = nlohmann::json::array();
+  state.capabilities = parse_column(query.getColumn(2).getString(), empty);
   state.effective = normalize_worker_capabilities(state.capabilities);
-  for (const auto& adapter : nlohmann::json::parse(query.getColumn(3).getString())) {
+  for (const auto& adapter : parse_column(query.getColumn(3).getString(), empty)) {
     state.allowed_adapters.insert(adapter.get<std::string>());
   }
-  state.labels = nlohmann::json::parse(query.getColumn(4).getString());
-  for (const auto& tenant : nlohmann::json::parse(query.getColumn(5).getString())) {
+  state.labels = parse_column(query.getColumn(4).getString(), nlohmann::json::object());
+  for (const auto& tenant : parse_column(query.getColumn(5).getString(), empty)) {
     state.tenants.insert(tenant.get<std::string>());
   }
   state.last_seen = query.getColumn(6).getDouble();
@@ -251,7 +253,16 @@ bool worker_belongs_to(SQLite::Database& db, const std::string& worker_id,
 
 nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback) {
   if (text.empty()) return fallback;
-  return nlohmann::json::parse(text);
+  // Rows come from bounded input, but whoever can write the database is not trusted with the
+  // daemon's stack: the nesting bound holds here too.
+  nlohmann::json value;
+  try {
+    value = parse_json(text);
+  } catch (const Error&) {
+    value = nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+  if (value.is_discarded()) throw Error(ErrorCode::STORE_FAILURE, "a stored JSON column");
+  return value;
 }
 
 nlohmann::json execution_of(const store::TaskRow& row) {

@@ -88,6 +88,10 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
 
 }  // namespace
 
+std::string fleet::new_agent_token() {
+  return "aios_" + random_hex(32);
+}
+
 TaskPlane::TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options)
     : db_(db),
       clock_(clock),
@@ -98,12 +102,15 @@ TaskPlane::TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options)
 TaskPlane::~TaskPlane() = default;
 
 nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
-  envelope::require_exact_keys(body, {"agent_id", "granted_capabilities"},
+  envelope::require_known_keys(body, {"agent_id", "granted_capabilities", "granted_tenants"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
-  if (!is_name(body["agent_id"])) fail(ErrorCode::AGENT_ID_INVALID);
+  if (!body.contains("granted_capabilities")) fail(ErrorCode::REQUEST_FIELDS_INVALID);
+  if (!is_name(envelope::get_or(body, "agent_id", kNull))) fail(ErrorCode::AGENT_ID_INVALID);
   const std::string agent_id = body["agent_id"];
   const auto granted = worker_capability_list(body["granted_capabilities"]);
-  const std::string token = "aios_" + random_hex(32);
+  const auto tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
+                                 ErrorCode::AGENT_TENANTS_INVALID);
+  const std::string token = fleet::new_agent_token();
   const std::string now = format_iso8601(clock_.now());
   db_.write([&](SQLite::Database& db) {
     store::Prepared exists(db, "SELECT 1 FROM agents WHERE agent_id=?");
@@ -111,14 +118,18 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
     if (exists->executeStep()) fail(ErrorCode::AGENT_ALREADY_EXISTS);
     store::Prepared insert(db,
                            "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,"
-                           "created_at) VALUES (?,?,?,?)");
+                           "granted_tenants_json,created_at) VALUES (?,?,?,?,?)");
     insert->bind(1, agent_id);
     insert->bind(2, sha256_hex(token));
     insert->bind(3, granted.dump());
-    insert->bind(4, now);
+    insert->bind(4, tenants.dump());
+    insert->bind(5, now);
     insert->exec();
   });
-  return {{"agent_id", agent_id}, {"granted_capabilities", granted}, {"token", token}};
+  return {{"agent_id", agent_id},
+          {"granted_capabilities", granted},
+          {"granted_tenants", tenants},
+          {"token", token}};
 }
 
 std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
@@ -127,12 +138,15 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
   std::optional<Agent> agent;
   db_.read([&](SQLite::Database& db) {
     store::Prepared query(db,
-                          "SELECT agent_id, granted_capabilities_json, token_sha256 FROM agents "
-                          "WHERE token_sha256=?");
+                          "SELECT agent_id, granted_capabilities_json, token_sha256, "
+                          "granted_tenants_json FROM agents "
+                          "WHERE token_sha256=? AND revoked_at IS NULL");
     query->bind(1, hash);
     if (query->executeStep() && constant_time_equal(query->getColumn(2).getString(), hash)) {
+      const auto empty = nlohmann::json::array();
       agent = Agent{query->getColumn(0).getString(),
-                    nlohmann::json::parse(query->getColumn(1).getString())};
+                    fleet::parse_column(query->getColumn(1).getString(), empty),
+                    fleet::parse_column(query->getColumn(3).getString(), empty)};
     }
   });
   return agent;
@@ -166,8 +180,18 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
   const auto& domain = envelope::get_or(body, "failure_domain", kDefaultDomain);
   if (!is_name(domain)) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
   const auto labels = labels_of(envelope::get_or(body, "labels", kEmptyObject));
-  const auto tenants = name_list(envelope::get_or(body, "tenants", kEmptyArray),
-                                 ErrorCode::WORKER_REGISTRATION_INVALID);
+  auto tenants = name_list(envelope::get_or(body, "tenants", kEmptyArray),
+                           ErrorCode::WORKER_REGISTRATION_INVALID);
+  // The owner's grant bounds the worker: it may only narrow it, and declaring none takes it.
+  if (!agent.granted_tenants.empty()) {
+    if (tenants.empty()) tenants = agent.granted_tenants;
+    for (const auto& tenant : tenants) {
+      if (std::find(agent.granted_tenants.begin(), agent.granted_tenants.end(), tenant) ==
+          agent.granted_tenants.end()) {
+        fail(ErrorCode::WORKER_TENANT_NOT_GRANTED);
+      }
+    }
+  }
   const auto now = clock_.now();
   const double now_s = to_epoch_seconds(now);
   nlohmann::json view;

@@ -14,7 +14,7 @@ struct Migration {
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 3> kMigrations = {{
+inline constexpr std::array<Migration, 4> kMigrations = {{
     {1, R"sql(
 CREATE TABLE IF NOT EXISTS tasks(
   task_id TEXT PRIMARY KEY,
@@ -196,6 +196,11 @@ CREATE TABLE bridge_commits(
     // index on status='QUEUED': with status in it, finding the next group never reads a row.
     {3, R"sql(
 CREATE INDEX tasks_by_status_scope ON tasks(status, priority, scope_key, scope_weight, seq);
+)sql"},
+    // The owner grants an agent tenants (none: every tenant) and can revoke or rotate its token.
+    {4, R"sql(
+ALTER TABLE agents ADD COLUMN granted_tenants_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE agents ADD COLUMN revoked_at TEXT;
 )sql"},
 }};
 

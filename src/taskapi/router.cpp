@@ -111,6 +111,14 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     need_owner();
     return http::json_response(201, plane_.create_agent(http::json_object_body(request)));
   }
+  if (parts[1] == "agents" && n == 4 && method == "POST" &&
+      (parts[3] == "revoke" || parts[3] == "rotate")) {
+    route_name = parts[3] == "revoke" ? "agent_revoke" : "agent_rotate";
+    need_owner();
+    const std::string agent_id(parts[2]);
+    return ok(parts[3] == "revoke" ? plane_.revoke_agent_token(agent_id)
+                                   : plane_.rotate_agent_token(agent_id));
+  }
   if (parts[1] == "workers" && n == 3 && parts[2] == "register" && method == "POST") {
     route_name = "workers_register";
     const Agent& caller = need_agent();

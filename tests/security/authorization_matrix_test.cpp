@@ -214,6 +214,18 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
            return Call{"/v1/agents", {{"agent_id", id}, {"granted_capabilities", {"git.read"}}}};
          },
          owner_only},
+        {"POST /v1/agents/{id}/revoke", Port::kTaskApi, "POST",
+         [this](const std::string& id) {
+           create_agent(id, {"git.read"});
+           return Call{"/v1/agents/" + id + "/revoke", Json::object()};
+         },
+         owner_only},
+        {"POST /v1/agents/{id}/rotate", Port::kTaskApi, "POST",
+         [this](const std::string& id) {
+           create_agent(id, {"git.read"});
+           return Call{"/v1/agents/" + id + "/rotate", Json::object()};
+         },
+         owner_only},
         {"POST /v1/workers/register", Port::kTaskApi, "POST",
          [](const std::string& id) {
            return Call{"/v1/workers/register",
@@ -407,7 +419,7 @@ TEST_F(AuthorizationMatrixTest, OnlyTheDocumentedRoleSucceedsAndRefusalsWriteNot
       EXPECT_EQ(footprint(), before) << "a refused call wrote to the database";
     }
   }
-  EXPECT_EQ(cells, 26 * 5);
+  EXPECT_EQ(cells, 28 * 5);
 }
 
 TEST_F(AuthorizationMatrixTest, AnAgentNeverSeesAnotherAgentsClaimInListsOrPolls) {

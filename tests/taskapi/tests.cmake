@@ -9,6 +9,5 @@ aios_integration_test(taskapi_integration_tests
   taskapi/idempotency_test.cpp
   taskapi/errors_test.cpp
   taskapi/eligibility_test.cpp
-  taskapi/startup_test.cpp)
-# gmock for its matchers; SQLiteCpp for restart_test.cpp, which runs PRAGMA integrity_check on
-# the database a killed daemon left behind.
+  taskapi/startup_test.cpp
+  taskapi/agents_test.cpp)
