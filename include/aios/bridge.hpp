@@ -48,7 +48,9 @@ class Bridge {
   std::pair<int, nlohmann::json> register_plan(const nlohmann::json& body);
 
   // Owner (agent == nullptr) or agent: {task_id, required_capabilities[, execution]} -> the
-  // canonical envelope for the task's binding.
+  // canonical envelope for the task's binding. An agent only for a task one of its workers
+  // holds the claim of or could claim now (TASK_NOT_FOUND otherwise). BRIDGE_ENVELOPE_RESOLVED
+  // is written once per task, attempt, worker and execution digest.
   nlohmann::json resolve_envelope(const nlohmann::json& body, const Agent* agent);
 
   // Agent holding the task lease: {task_id, lease_token, attempt, execution_digest} -> the
@@ -63,6 +65,9 @@ class Bridge {
 
  private:
   http::Response route(const http::Request& request);
+  void record_resolution(const std::string& task_id, const Agent* agent,
+                         const std::optional<TaskPlane::AgentHold>& hold,
+                         const nlohmann::json& resolved, const std::string& source);
 
   Database& db_;
   TaskPlane& plane_;

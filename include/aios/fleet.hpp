@@ -113,6 +113,13 @@ class TaskPlane {
 
   // Owner: for each registered worker, whether it could take the task now and why not.
   nlohmann::json eligibility(const std::string& task_id);
+  // The worker of `agent` that holds the task's claim, or else the first of its workers that
+  // could claim it now (the poll's eligibility); nothing when none does. TASK_NOT_FOUND.
+  struct AgentHold {
+    std::string worker_id;
+    std::int64_t attempt = 0;  // the task's attempt count as stored
+  };
+  std::optional<AgentHold> agent_hold(const Agent& agent, const std::string& task_id);
 
   // Task counts by status, for /metrics.
   std::vector<std::pair<std::string, std::int64_t>> status_counts();

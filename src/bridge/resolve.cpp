@@ -32,10 +32,16 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
   const auto required = envelope::normalize_capability_list(
       body["required_capabilities"], ErrorCode::REQUIRED_CAPABILITIES_INVALID,
       ErrorCode::REQUIRED_CAPABILITIES_INVALID);
-  const std::string now = format_iso8601(clock_.now());
+  // An agent learns an envelope only for a task its worker holds or could claim now: the
+  // documented poll, resolve, claim flow, and nothing about the rest of the queue.
+  std::optional<TaskPlane::AgentHold> hold;
+  if (agent != nullptr) {
+    hold = plane_.agent_hold(*agent, task_id);
+    if (!hold) fail(ErrorCode::TASK_NOT_FOUND);
+  }
   nlohmann::json resolved;
   std::string source;
-  db_.write([&](SQLite::Database& db) {
+  db_.read([&](SQLite::Database& db) {
     const auto row = fleet::load_existing_task(db, task_id);
     const auto persisted = fleet::execution_of(row);
     // An agent sees only envelopes its grant could ever execute.
@@ -68,14 +74,52 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
     } else {
       fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
     }
-    store::append_event(db, task_id, "BRIDGE_ENVELOPE_RESOLVED",
-                        agent != nullptr ? agent->agent_id : bridge::kOwnerActor,
-                        {{"execution_digest", resolved["execution_digest"]},
+  });
+  record_resolution(task_id, agent, hold, resolved, source);
+  return resolved;
+}
+
+void Bridge::record_resolution(const std::string& task_id, const Agent* agent,
+                               const std::optional<TaskPlane::AgentHold>& hold,
+                               const nlohmann::json& resolved, const std::string& source) {
+  // Once per task, attempt, worker and digest: a worker that resolves on every poll writes
+  // nothing new, and the audit still shows each worker and attempt that saw the envelope.
+  const std::string actor = agent != nullptr ? agent->agent_id : bridge::kOwnerActor;
+  const nlohmann::json worker = hold ? nlohmann::json(hold->worker_id) : nlohmann::json(nullptr);
+  const std::int64_t attempt = hold ? hold->attempt : 0;
+  const std::string digest = resolved["execution_digest"];
+  const auto recorded = [&](SQLite::Database& db) {
+    store::Prepared query(db,
+                          "SELECT 1 FROM task_events WHERE task_id=? AND "
+                          "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=? AND "
+                          "json_extract(payload_json,'$.attempt') IS ? AND "
+                          "json_extract(payload_json,'$.worker_id') IS ? AND "
+                          "json_extract(payload_json,'$.execution_digest')=?");
+    query->bind(1, task_id);
+    query->bind(2, actor);
+    query->bind(3, attempt);
+    if (hold) {
+      query->bind(4, hold->worker_id);
+    } else {
+      query->bind(4);
+    }
+    query->bind(5, digest);
+    return query->executeStep();
+  };
+  bool seen = false;
+  db_.read([&](SQLite::Database& db) { seen = recorded(db); });
+  if (seen) return;
+  const std::string now = format_iso8601(clock_.now());
+  db_.write([&](SQLite::Database& db) {
+    if (recorded(db)) return;
+    store::append_event(db, task_id, "BRIDGE_ENVELOPE_RESOLVED", actor,
+                        {{"execution_digest", digest},
                          {"action", resolved["action"]},
-                         {"source", source}},
+                         {"source", source},
+                         {"attempt", attempt},
+                         {"worker_id", worker}},
                         now);
   });
-  return resolved;
 }
 
 }  // namespace aios

@@ -241,6 +241,35 @@ std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
   return std::nullopt;
 }
 
+std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
+                                                          const std::string& task_id) {
+  const double now = to_epoch_seconds(clock_.now());
+  std::optional<AgentHold> hold;
+  db_.read([&](SQLite::Database& db) {
+    const auto row = fleet::load_existing_task(db, task_id);
+    const auto workers = fleet::load_workers(db, now);
+    for (const auto& worker : workers) {
+      if (worker.agent_id == agent.agent_id && row.status == "CLAIMED" &&
+          row.claimed_by == worker.worker_id) {
+        hold = AgentHold{worker.worker_id, row.attempt};
+        return;
+      }
+    }
+    if (row.status != "QUEUED") return;
+    for (const auto& worker : workers) {
+      if (worker.agent_id == agent.agent_id &&
+          fleet::ineligibility_reasons(worker, row, facts_->get(row),
+                                       fleet::task_quarantined(db, task_id, worker.worker_id, now),
+                                       now, options_)
+              .empty()) {
+        hold = AgentHold{worker.worker_id, row.attempt};
+        return;
+      }
+    }
+  });
+  return hold;
+}
+
 nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
   const double now = to_epoch_seconds(clock_.now());
   nlohmann::json workers = nlohmann::json::array();

@@ -119,6 +119,7 @@ TEST_F(PlansTest, SourceCaptureEnvelopeIsReplayedExactly) {
   // Given the persisted source-capture envelope, we should return it byte for byte; a valid
   // envelope that differs from the persisted one is refused.
   const auto created = create_task(source_capture_task(binding("task-plan-6", "agent/plan-6")));
+  register_worker(agent(), "worker-sc", kWriterCapabilities, {"source_capture"}, 1);
   const Json persisted = created.at("metadata").at("execution");
   const auto replay = resolve(agent_bridge(), "task-plan-6", {"git.read"}, &persisted);
   ASSERT_EQ(replay.status, 200) << describe(replay);
@@ -169,6 +170,42 @@ TEST_F(PlansTest, DeterministicTaskResolvesToItsOwnEnvelope) {
   EXPECT_EQ(resolve(bridge(), "task-plan-8", {"no.such.capability"}).code(), "CAPABILITY_UNKNOWN");
   ApiClient reader(scheduler().bridge_port(), create_agent("agent-reader", {"git.read"}));
   EXPECT_EQ(resolve(reader, "task-plan-8", {"git.read"}).code(), "TASK_NOT_FOUND");
+}
+
+TEST_F(PlansTest, AnAgentResolvesOnlyWhatItsWorkersHoldOrCouldClaimAndIsRecordedOnce) {
+  // Given a task none of the agent's workers could claim (its workers run deterministic plans
+  // only), the agent should learn nothing of it while the owner may resolve it; once a worker
+  // of the agent could claim it, and while it holds the claim, the agent resolves it, and each
+  // attempt and worker is recorded once however often it asks.
+  const auto created = create_task(source_capture_task(binding("task-plan-9", "agent/plan-9")));
+  const Json persisted = created.at("metadata").at("execution");
+  EXPECT_EQ(resolve(agent_bridge(), "task-plan-9", {"git.read"}, &persisted).code(),
+            "TASK_NOT_FOUND");
+  ASSERT_EQ(resolve(bridge(), "task-plan-9", {"git.read"}, &persisted).status, 200);
+  register_worker(agent(), "worker-sc", kWriterCapabilities, {"source_capture"}, 1);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(resolve(agent_bridge(), "task-plan-9", {"git.read"}, &persisted).status, 200);
+  }
+  claim(agent(), "task-plan-9", "worker-sc");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(resolve(agent_bridge(), "task-plan-9", {"git.read"}, &persisted).status, 200);
+  }
+  std::vector<Json> recorded;
+  for (const auto& event : events("task-plan-9")) {
+    if (event.at("event_type") == "BRIDGE_ENVELOPE_RESOLVED") recorded.push_back(event);
+  }
+  // The owner's, the queued task's (attempt 0) and the claim's (attempt 1), by worker-sc.
+  ASSERT_EQ(recorded.size(), 3u) << Json(recorded).dump();
+  EXPECT_EQ(recorded[0].at("payload").at("worker_id"), nullptr);
+  EXPECT_EQ(recorded[1].at("payload").at("worker_id"), "worker-sc");
+  EXPECT_EQ(recorded[1].at("payload").at("attempt"), 0);
+  EXPECT_EQ(recorded[2].at("payload").at("worker_id"), "worker-sc");
+  EXPECT_EQ(recorded[2].at("payload").at("attempt"), 1);
+  // Another agent, whose worker could claim it were it queued, learns nothing of a claimed task.
+  ApiClient other(scheduler().bridge_port(), create_agent("agent-other", kWriterCapabilities));
+  ApiClient other_api = client(other.token());
+  register_worker(other_api, "worker-other", kWriterCapabilities, {"source_capture"}, 1);
+  EXPECT_EQ(resolve(other, "task-plan-9", {"git.read"}, &persisted).code(), "TASK_NOT_FOUND");
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 namespace aios::taskapi_test {
 namespace {
 
-enum class Who { kOwner, kAgentA, kAgentB, kNobody, kStranger, kHugeToken };
+enum class Who { kOwner, kAgentA, kAgentB, kAgentTenant, kNobody, kStranger, kHugeToken };
 
 struct Case {
   std::string name;
@@ -65,6 +65,11 @@ class ErrorTableTest : public SchedulerTest {
     SchedulerTest::SetUp();
     token_a_ = create_agent("agent-alpha", {"agent.runtime.hermes", "git.read"});
     token_b_ = create_agent("agent-beta", {"agent.runtime.hermes"});
+    token_tenant_ = require(owner().post("/v1/agents", {{"agent_id", "agent-gamma"},
+                                                        {"granted_capabilities", Json::array()},
+                                                        {"granted_tenants", {"tenant-g"}}}),
+                            201, "create agent-gamma")
+                        .at("token");
     ApiClient a = client(token_a_);
     ApiClient b = client(token_b_);
     const Json hermes = {"agent.runtime.hermes"};
@@ -117,6 +122,8 @@ class ErrorTableTest : public SchedulerTest {
         return token_a_;
       case Who::kAgentB:
         return token_b_;
+      case Who::kAgentTenant:
+        return token_tenant_;
       case Who::kNobody:
         return "";
       case Who::kStranger:
@@ -367,6 +374,16 @@ class ErrorTableTest : public SchedulerTest {
         {"existing agent id", Who::kOwner, "POST", "/v1/agents",
          dump({{"agent_id", "agent-alpha"}, {"granted_capabilities", {"agent.runtime.hermes"}}}),
          409, "AGENT_ALREADY_EXISTS"},
+        {"tenants outside the agent's grant", Who::kAgentTenant, "POST", "/v1/workers/register",
+         dump({{"worker_id", "w-gamma"}, {"tenants", {"tenant-g", "tenant-x"}}}), 403,
+         "WORKER_TENANT_NOT_GRANTED"},
+        {"granted tenants not a list of names", Who::kOwner, "POST", "/v1/agents",
+         dump({{"agent_id", "agent-delta"},
+               {"granted_capabilities", Json::array()},
+               {"granted_tenants", {"a tenant"}}}),
+         400, "AGENT_TENANTS_INVALID"},
+        {"revoke an unknown agent", Who::kOwner, "POST", "/v1/agents/agent-nobody/revoke", "", 404,
+         "AGENT_NOT_FOUND"},
         {"agent id outside the pattern", Who::kOwner, "POST", "/v1/agents",
          dump({{"agent_id", "bad agent"}, {"granted_capabilities", Json::array()}}), 400,
          "AGENT_ID_INVALID"},
@@ -571,6 +588,7 @@ class ErrorTableTest : public SchedulerTest {
 
   std::string token_a_;
   std::string token_b_;
+  std::string token_tenant_;
   std::string digest_;  // of task-queued; every hermes task here has its own
   Json lease_;          // task-claimed, held by w-main
   Json verifying_lease_;
