@@ -98,22 +98,10 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
       "ONEAPI_REGULAR_TOKEN=" + provider_key + "\nOTHER_PROVIDER_TOKEN=" + other_key + "\n");
   const auto root = dir_ / "exchange";
   std::filesystem::create_directories(root);
-  DaemonOptions options;
-  options.binary =
-      std::filesystem::path(AIOS_BINARY_DIR) / "daemons" / "aios-external-agent-executor";
-  options.args = {"--root",
-                  root.string(),
-                  "--profile-root",
-                  profiles().string(),
-                  "--executable-root",
-                  cli_->node_install().string(),
-                  "--executable-root",
-                  cli_->openclaw_install().string(),
-                  "--exchange-key-file",
-                  aios::test::exchange_key_file(dir_.path()).string()};
+  DaemonOptions options = aios::test::executor_options(root, profiles(), dir_.path());
+  options.args.insert(options.args.end(), {"--executable-root", cli_->node_install().string(),
+                                           "--executable-root", cli_->openclaw_install().string()});
   options.env = {"CREDENTIALS_DIRECTORY=" + credentials.string(), "TMPDIR=" + temporary().string()};
-  options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
-  options.port_field.clear();
   Daemon executor(options, dir_.path(), "executor");
   executor.start();
 

@@ -37,20 +37,10 @@ class Serve : public ExecutorTest {
   std::filesystem::path failed() const { return root() / "failed"; }
 
   Daemon& start(unsigned concurrency = 1, std::vector<std::string> env = {}) {
-    DaemonOptions options;
-    options.binary = aios::test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root",
-                    root().string(),
-                    "--profile-root",
-                    profiles().string(),
-                    "--concurrency",
-                    std::to_string(concurrency),
-                    "--exchange-key-file",
-                    aios::test::exchange_key_file(dir_.path()).string()};
+    DaemonOptions options = aios::test::executor_options(root(), profiles(), dir_.path());
+    options.args.insert(options.args.end(), {"--concurrency", std::to_string(concurrency)});
     options.env = std::move(env);
     options.env.push_back("TMPDIR=" + temporary().string());
-    options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
-    options.port_field.clear();
     daemon_ = std::make_unique<Daemon>(options, dir_.path(), "executor");
     daemon_->start();
     return *daemon_;

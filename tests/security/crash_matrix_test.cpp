@@ -367,17 +367,9 @@ class ExecutorCrashTest : public ::testing::TestWithParam<const char*> {
                                {"max_output_bytes", 65536},
                                {"network", {witness_.destination()}}}
                               .dump());
-    test::DaemonOptions options;
-    options.binary = test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root",
-                    (dir_ / "exchange").string(),
-                    "--profile-root",
-                    (dir_ / "profiles").string(),
-                    "--exchange-key-file",
-                    test::exchange_key_file(dir_.path()).string()};
+    test::DaemonOptions options =
+        test::executor_options(dir_ / "exchange", dir_ / "profiles", dir_.path());
     options.env = {"TMPDIR=" + (dir_ / "tmp").string()};
-    options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
-    options.port_field.clear();
     executor_.emplace(options, dir_.path(), "executor");
   }
 

@@ -54,19 +54,10 @@ class AgentEscape : public ExecutorTest {
   }
 
   Daemon& start(const std::string& marker) {
-    DaemonOptions options;
-    options.binary = aios::test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root",
-                    root().string(),
-                    "--profile-root",
-                    profiles().string(),
-                    "--exchange-key-file",
-                    aios::test::exchange_key_file(dir_.path()).string()};
+    DaemonOptions options = aios::test::executor_options(root(), profiles(), dir_.path());
     options.env = {"TMPDIR=" + temporary().string(),
                    "CREDENTIALS_DIRECTORY=" + credentials().string(),
                    "AIOS_ESCAPE_MARKER=" + marker};
-    options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
-    options.port_field.clear();
     daemon_ = std::make_unique<Daemon>(options, dir_.path(), "executor");
     daemon_->start();
     return *daemon_;

@@ -78,18 +78,9 @@ class SecretCanaryTest : public worker_test::WorkerTest {
                           {"network", {witness_.destination()}}};
     test::write_text_file(dir() / "profiles" / "hermes.json", profile.dump());
     std::filesystem::create_directories(exchange());
-    test::DaemonOptions options;
-    options.binary = test::daemon_binary("aios-external-agent-executor");
-    options.args = {"--root",
-                    exchange().string(),
-                    "--profile-root",
-                    (dir() / "profiles").string(),
-                    "--exchange-key-file",
-                    test::exchange_key_file(dir()).string()};
+    test::DaemonOptions options = test::executor_options(exchange(), dir() / "profiles", dir());
     options.env = {"TMPDIR=" + (dir() / "executor-tmp").string(),
                    "CREDENTIALS_DIRECTORY=" + credentials.string()};
-    options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
-    options.port_field.clear();
     executor_ = std::make_unique<test::Daemon>(options, dir(), "executor");
     executor_->start();
   }

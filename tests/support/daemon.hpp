@@ -503,6 +503,20 @@ inline std::filesystem::path daemon_binary(const std::string& name) {
 inline std::filesystem::path scheduler_binary() {
   return daemon_binary("aios-task-scheduler");
 }
+
+// aios-external-agent-executor serving `exchange` with the profiles of `profiles` and the
+// exchange key of `key_dir` (exchange_key_file), ready once it serves; callers add env and args.
+inline DaemonOptions executor_options(const std::filesystem::path& exchange,
+                                      const std::filesystem::path& profiles,
+                                      const std::filesystem::path& key_dir) {
+  DaemonOptions options;
+  options.binary = daemon_binary("aios-external-agent-executor");
+  options.args = {"--root",          exchange.string(),     "--profile-root",
+                  profiles.string(), "--exchange-key-file", exchange_key_file(key_dir).string()};
+  options.ready_event = "EXTERNAL_AGENT_EXECUTOR_SERVING";
+  options.port_field.clear();
+  return options;
+}
 #endif
 
 struct SchedulerConfig {
