@@ -12,8 +12,9 @@ add_dependencies(security_integration_tests aios-agent-task-execution-rebind
   aios-online-agent-worker aios-external-agent-executor)
 
 # Storage fault injection over the task plane in-process (real SQLite): the n-th write failing,
-# a SQLITE_BUSY storm, a full disk.
-aios_test(security_tests security/storage_faults_test.cpp)
+# a SQLITE_BUSY storm, a full disk; and every file and row reader given JSON nested 10^5 and
+# 10^6 deep.
+aios_test(security_tests security/storage_faults_test.cpp security/deep_readers_test.cpp)
 target_link_libraries(security_tests PRIVATE SQLite::SQLite3)
 
 # The crash-point matrix: the scheduler, the rebind daemon and the executor killed at each named
