@@ -1,7 +1,9 @@
 // Type=notify as systemd sees it: each daemon sends READY=1 only once it serves, pings the
 // watchdog while healthy when WATCHDOG_USEC asks for it, and on SIGTERM sends STOPPING=1,
 // drains and exits 0. The test plays systemd's part: it owns the NOTIFY_SOCKET datagram socket.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aios/http.hpp"
@@ -103,6 +106,42 @@ class ServiceManagerTest : public WorkerTest {
 
   mutable NotifySocket scheduler_socket_;
 };
+
+// Given the Task API's listener at its connection cap (1,024 idle connections from two
+// loopback addresses, 512 each), the scheduler should keep pinging its watchdog: a flood is not
+// a hang, and a restart would only hand the flood the port again.
+TEST_F(ServiceManagerTest, SchedulerKeepsItsWatchdogWhileItsListenerIsFull) {
+  ASSERT_TRUE(scheduler_socket_.wait_for("READY=1")) << scheduler().process().log();
+  std::vector<int> flood;
+  for (const char* source : {"127.0.0.1", "127.0.0.2"}) {
+    for (int i = 0; i < 512; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(port());
+      ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+      ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from), 0) << source;
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0) << source;
+      flood.push_back(fd);
+    }
+  }
+  // Full: a new connection is refused at once.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    http::Connection probe("127.0.0.1", port(), 2s);
+    const auto answer = probe.request("GET", "/health", "", "");
+    if (answer.status == 503) break;
+    std::this_thread::sleep_for(100ms);
+    ASSERT_LT(attempt, 49) << "the listener never reached its cap";
+  }
+  const auto before = scheduler_socket_.matching("WATCHDOG=1");
+  EXPECT_TRUE(scheduler_socket_.wait_for("WATCHDOG=1", before + 4, 5s))
+      << scheduler().process().log();
+  for (const int fd : flood) ::close(fd);
+  EXPECT_TRUE(scheduler().process().running());
+}
 
 TEST_F(ServiceManagerTest, SchedulerIsReadyOnceBothListenersServe) {
   ASSERT_TRUE(scheduler_socket_.wait_for("READY=1")) << scheduler().process().log();
