@@ -7,6 +7,7 @@ aios_integration_test(security_integration_tests
   security/escape_test.cpp
   security/verification_escape_test.cpp
   security/hostile_json_test.cpp
+  security/hostile_clients_test.cpp
   security/secret_canary_test.cpp)
 add_dependencies(security_integration_tests aios-agent-task-execution-rebind
   aios-online-agent-worker aios-external-agent-executor)
