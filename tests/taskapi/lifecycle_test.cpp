@@ -177,8 +177,7 @@ TEST_F(LifecycleTest, FullLifecycleToSucceeded) {
   std::vector<std::string> paged;
   Json after = 0;
   for (int page = 0; page < 3; ++page) {
-    const auto part =
-        owner().get("/v1/tasks/task-life-1/events?limit=2&after=" + after.dump());
+    const auto part = owner().get("/v1/tasks/task-life-1/events?limit=2&after=" + after.dump());
     ASSERT_EQ(part.status, 200) << describe(part);
     EXPECT_LE(part.body.at("events").size(), 2u);
     for (const auto& event : part.body.at("events")) paged.push_back(event.at("event_type"));
