@@ -31,6 +31,9 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 // does; deeper nesting throws aios::Error JSON_NESTING_TOO_DEEP.
 nlohmann::json parse_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
 
+// `size` bytes as lower-case hex (digests, MACs, random tokens).
+std::string hex_of(const unsigned char* data, std::size_t size);
+
 // Lower-case hex SHA-256 of `data` (OpenSSL).
 std::string sha256_hex(std::string_view data);
 

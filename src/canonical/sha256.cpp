@@ -10,20 +10,24 @@
 
 namespace aios {
 
-std::string sha256_hex(std::string_view data) {
+std::string hex_of(const unsigned char* data, std::size_t size) {
   static constexpr std::string_view kHex = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * size);
+  for (std::size_t i = 0; i < size; ++i) {
+    hex += kHex[data[i] >> 4];
+    hex += kHex[data[i] & 0x0F];
+  }
+  return hex;
+}
+
+std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (EVP_Digest(data.data(), data.size(), md, &length, EVP_sha256(), nullptr) != 1) {
     throw Error(ErrorCode::INTERNAL_ERROR, "EVP_Digest(sha256) failed");
   }
-  std::string hex;
-  hex.reserve(2 * length);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[md[i] >> 4];
-    hex += kHex[md[i] & 0x0F];
-  }
-  return hex;
+  return hex_of(md, length);
 }
 
 bool is_sha256_hex(std::string_view value) {

@@ -62,12 +62,7 @@ void StreamCapture::finish() {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   EVP_DigestFinal_ex(hash_->context, digest.data(), &length);
-  static constexpr char kHex[] = "0123456789abcdef";
-  digest_.clear();
-  for (unsigned int i = 0; i < length; ++i) {
-    digest_.push_back(kHex[digest[i] >> 4]);
-    digest_.push_back(kHex[digest[i] & 0x0f]);
-  }
+  digest_ = hex_of(digest.data(), length);
 }
 
 void StreamCapture::emit(std::string_view translated) {

@@ -58,13 +58,7 @@ std::string ExchangeKey::seal(std::string_view directory, std::string_view name,
            &length) == nullptr) {
     throw Error(ErrorCode::INTERNAL_ERROR, "HMAC failed");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex.push_back(kHex[mac[i] >> 4]);
-    hex.push_back(kHex[mac[i] & 0x0f]);
-  }
-  return hex;
+  return hex_of(mac.data(), length);
 }
 
 void write_answer(const fs::path& path, std::string_view content, const ExchangeKey& key) {

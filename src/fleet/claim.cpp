@@ -247,22 +247,24 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
   std::optional<AgentHold> hold;
   db_.read([&](SQLite::Database& db) {
     const auto row = fleet::load_existing_task(db, task_id);
-    const auto workers = fleet::load_workers(db, now);
-    for (const auto& worker : workers) {
-      if (worker.agent_id == agent.agent_id && row.status == "CLAIMED" &&
-          row.claimed_by == worker.worker_id) {
-        hold = AgentHold{worker.worker_id, row.attempt};
-        return;
+    // Only the agent's own workers are read: this runs on every resolve of a polling worker.
+    if (row.status == "CLAIMED") {
+      const auto holder = fleet::load_worker(db, row.claimed_by, now);
+      if (holder && holder->agent_id == agent.agent_id) {
+        hold = AgentHold{holder->worker_id, row.attempt};
       }
+      return;
     }
     if (row.status != "QUEUED") return;
-    for (const auto& worker : workers) {
-      if (worker.agent_id == agent.agent_id &&
-          fleet::ineligibility_reasons(worker, row, facts_->get(row),
-                                       fleet::task_quarantined(db, task_id, worker.worker_id, now),
-                                       now, options_)
-              .empty()) {
-        hold = AgentHold{worker.worker_id, row.attempt};
+    store::Prepared mine(db, "SELECT worker_id FROM workers WHERE agent_id=? ORDER BY worker_id");
+    mine->bind(1, agent.agent_id);
+    while (mine->executeStep()) {
+      const auto worker = fleet::load_worker(db, mine->getColumn(0).getString(), now);
+      if (worker && fleet::ineligibility_reasons(
+                        *worker, row, facts_->get(row),
+                        fleet::task_quarantined(db, task_id, worker->worker_id, now), now, options_)
+                        .empty()) {
+        hold = AgentHold{worker->worker_id, row.attempt};
         return;
       }
     }

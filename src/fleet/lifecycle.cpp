@@ -43,6 +43,20 @@ void commit_row(SQLite::Database& db, store::TaskRow& row, const std::string& no
   if (!store::update_task(db, row, previous)) fail(ErrorCode::TASK_REVISION_CONFLICT);
 }
 
+// A claimed task's claim and dispatch end in `state` (RELEASED, EXPIRED) and the task goes back
+// to the queue, or to FAILED with no attempt left, in the caller's transaction. Returns the
+// worker that held it.
+std::string return_to_queue(SQLite::Database& db, store::TaskRow& row, const char* state,
+                            TimePoint now) {
+  const std::string worker_id = row.claimed_by;
+  const std::string now_iso = format_iso8601(now);
+  fleet::end_claim(db, row.claim_id, state, now_iso);
+  fleet::end_dispatch(db, row.task_id, state, to_epoch_seconds(now));
+  requeue_or_fail(row);
+  commit_row(db, row, now_iso);
+  return worker_id;
+}
+
 void quarantine_task_for_worker(SQLite::Database& db, const store::TaskRow& row,
                                 const std::string& failure_class, double now,
                                 std::chrono::seconds period) {
@@ -239,14 +253,10 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
     auto row = fleet::load_existing_task(db, task_id);
     fleet::check_lease(db, row, agent, token, now);
     const double now_s = to_epoch_seconds(now);
-    const std::string worker_id = row.claimed_by;
-    fleet::end_claim(db, row.claim_id, "RELEASED", now_iso);
-    fleet::end_dispatch(db, task_id, "RELEASED", now_s);
-    fleet::note_worker_failure(db, worker_id, now_s, options_.circuit_threshold,
+    fleet::note_worker_failure(db, row.claimed_by, now_s, options_.circuit_threshold,
                                options_.circuit_cooldown);
     quarantine_task_for_worker(db, row, failure_class, now_s, options_.task_quarantine);
-    requeue_or_fail(row);
-    commit_row(db, row, now_iso);
+    const std::string worker_id = return_to_queue(db, row, "RELEASED", now);
     store::append_event(db, task_id, "TASK_RELEASED", agent.agent_id,
                         {{"worker_id", worker_id},
                          {"failure_class", failure_class},
@@ -336,7 +346,6 @@ namespace {
 // (or to FAILED), the way an expired lease does, with its TASK_RELEASED event.
 nlohmann::json release_claims_of(SQLite::Database& db, const std::string& agent_id,
                                  const std::string& reason, TimePoint now) {
-  const std::string now_iso = format_iso8601(now);
   std::vector<std::string> held;
   {
     store::Prepared query(
@@ -349,17 +358,13 @@ nlohmann::json release_claims_of(SQLite::Database& db, const std::string& agent_
   nlohmann::json released = nlohmann::json::array();
   for (const auto& task_id : held) {
     auto row = fleet::load_existing_task(db, task_id);
-    const std::string worker_id = row.claimed_by;
-    fleet::end_claim(db, row.claim_id, "RELEASED", now_iso);
-    fleet::end_dispatch(db, task_id, "RELEASED", to_epoch_seconds(now));
-    requeue_or_fail(row);
-    commit_row(db, row, now_iso);
+    const std::string worker_id = return_to_queue(db, row, "RELEASED", now);
     store::append_event(db, task_id, "TASK_RELEASED", "owner-control",
                         {{"worker_id", worker_id},
                          {"attempt", row.attempt},
                          {"status", row.status},
                          {"reason", reason}},
-                        now_iso);
+                        format_iso8601(now));
     released.push_back(task_id);
   }
   return released;
@@ -437,14 +442,9 @@ std::size_t TaskPlane::sweep_expired_leases() {
       if (!row || row->status != "CLAIMED") return;
       const auto expires = parse_iso8601(row->lease_expires_at);
       if (expires && *expires > now) return;
-      const double now_s = to_epoch_seconds(now);
-      const std::string worker_id = row->claimed_by;
-      fleet::end_claim(db, row->claim_id, "EXPIRED", now_iso);
-      fleet::end_dispatch(db, task_id, "EXPIRED", now_s);
-      fleet::note_worker_failure(db, worker_id, now_s, options_.circuit_threshold,
-                                 options_.circuit_cooldown);
-      requeue_or_fail(*row);
-      commit_row(db, *row, now_iso);
+      fleet::note_worker_failure(db, row->claimed_by, to_epoch_seconds(now),
+                                 options_.circuit_threshold, options_.circuit_cooldown);
+      const std::string worker_id = return_to_queue(db, *row, "EXPIRED", now);
       store::append_event(
           db, task_id, "TASK_LEASE_EXPIRED", "lease-sweeper",
           {{"worker_id", worker_id}, {"attempt", row->attempt}, {"status", row->status}}, now_iso);

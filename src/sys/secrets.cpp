@@ -15,14 +15,7 @@ std::string random_hex(std::size_t bytes) {
   if (RAND_bytes(buffer.data(), static_cast<int>(buffer.size())) != 1) {
     throw Error(ErrorCode::INTERNAL_ERROR, "RAND_bytes failed");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
-  for (const unsigned char byte : buffer) {
-    out.push_back(kHex[byte >> 4]);
-    out.push_back(kHex[byte & 0x0f]);
-  }
-  return out;
+  return hex_of(buffer.data(), buffer.size());
 }
 
 std::string read_secret_file(const std::filesystem::path& path, std::size_t min_length,
