@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "aios/bridge.hpp"
+#include "aios/fault.hpp"
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "bridge/internal.hpp"
@@ -196,6 +197,7 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
       fail(ErrorCode::GOVERNED_COMMIT_CAS_MISMATCH);
     }
   }
+  fault_point("bridge_ref_moved");
   db_.write([&](SQLite::Database& db) {
     // A lease lost while the ref moved leaves the receipt PENDING: this attempt is stale and
     // cannot record the commit; the attempt that holds the task next recovers it.
