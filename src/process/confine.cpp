@@ -202,22 +202,23 @@ bool stage_sources(const Prepared& p) {
   return true;
 }
 
-[[noreturn]] void child(const Prepared& p, StandardFds fds, int hosts, int channel_in) {
+[[noreturn]] void child(const Prepared& p, StandardFds fds, int hosts, int status, int channel_in) {
   // Standard descriptors first: their sources are all above 2.
   const int in = fds.in >= 0 ? fds.in : ::open("/dev/null", O_RDONLY);
   if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
     fail(channel_in, kStdio);
   }
-  // Then the hosts file bubblewrap reads and our report channel (closed by exec), from copies
-  // above both, and nothing else.
+  // Then the hosts file and the status pipe bubblewrap uses and our report channel (closed by
+  // exec), from copies above all three, and nothing else.
   const int high_hosts = ::fcntl(hosts, F_DUPFD, 10);
+  const int high_status = ::fcntl(status, F_DUPFD, 10);
   const int high_channel = ::fcntl(channel_in, F_DUPFD_CLOEXEC, 10);
-  if (high_hosts < 0 || high_channel < 0 || ::dup2(high_hosts, kHostsFd) < 0 ||
-      ::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) {
+  if (high_hosts < 0 || high_status < 0 || high_channel < 0 || ::dup2(high_hosts, kHostsFd) < 0 ||
+      ::dup2(high_status, kStatusFd) < 0 || ::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) {
     fail(channel_in, kStdio);
   }
   const int channel = kChannelFd;
-  ::close_range(kChannelFd + 1, ~0U, 0);
+  ::close_range(kStatusFd + 1, ~0U, 0);
   if (p.drop_root && !stage_sources(p)) fail(channel, kStaging);
 
   sigset_t none;
@@ -384,9 +385,18 @@ Report receive(int channel, std::vector<Fd>& listeners) {
 }  // namespace
 
 pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
-                      std::vector<Fd>& listeners) {
+                      std::vector<Fd>& listeners, Fd& status_out) {
   const Prepared prepared = prepare(plan, spec);
   const Fd hosts = hosts_file(plan.hosts);
+  int status_pipe[2] = {-1, -1};
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: pipe2");
+  }
+  Fd status_read(status_pipe[0]);
+  const Fd status_write(status_pipe[1]);
+  if (::fcntl(status_read.get(), F_SETFL, O_NONBLOCK) != 0) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: fcntl");
+  }
   int pair[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     throw std::system_error(errno, std::generic_category(), "sandbox: socketpair");
@@ -395,7 +405,7 @@ pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
   Fd theirs(pair[1]);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "sandbox: fork");
-  if (pid == 0) child(prepared, fds, hosts.get(), theirs.get());
+  if (pid == 0) child(prepared, fds, hosts.get(), status_write.get(), theirs.get());
   theirs.reset();
   const Report report = receive(ours.get(), listeners);
   if (report.step != 0) {
@@ -412,6 +422,7 @@ pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
     }
     throw std::system_error(EPROTO, std::generic_category(), step_name(kHandOver));
   }
+  status_out = std::move(status_read);
   return pid;
 }
 
@@ -431,8 +442,9 @@ bool procfs_mountable() {
       const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
       const Fd sink(null);
       std::vector<Fd> listeners;
+      Fd status_pipe;
       const pid_t pid = spawn_sandboxed(plan_sandbox(spec, true, ::geteuid() == 0), spec,
-                                        {-1, sink.get(), sink.get()}, listeners);
+                                        {-1, sink.get(), sink.get()}, listeners, status_pipe);
       int status = 0;
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }

@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -112,7 +114,7 @@ class Session {
  public:
   Session(const Spec& spec, SigpipeGuard& sigpipe) : spec_(spec), sigpipe_(sigpipe) {
     on_stderr_ = [this](std::string_view chunk) {
-      // The start of a sandbox's stderr tells bubblewrap's own failures from the child's.
+      // The start of a sandbox's stderr: bubblewrap's message when it could not start the child.
       if (spec_.sandbox && err_head_.size() < 512) {
         err_head_.append(chunk.substr(0, 512 - err_head_.size()));
       }
@@ -140,9 +142,9 @@ class Session {
     outcome.exit_code = reap(pid_);
     outcome.elapsed = Clock::now() - started;
     relay_.reset();
-    if (spec_.sandbox) settle_sandbox(outcome);
+    if (spec_.sandbox) await_empty_sandbox();
     // What a sandbox started by root wrote as nobody is ours again (git, for one, refuses a
-    // worktree another user owns). The child is gone, so nothing races this.
+    // worktree another user owns). Every process of it is gone, so nothing races this.
     for (const auto& path : handed_back_) {
       try {
         hand_tree(path, ::geteuid(), ::getegid());
@@ -150,6 +152,7 @@ class Session {
         // The caller reads what it needs as root either way.
       }
     }
+    if (spec_.sandbox) settle_sandbox(outcome);
     return outcome;
   }
 
@@ -165,7 +168,7 @@ class Session {
       const Plan plan = plan_sandbox(spec_, procfs_mountable(), ::geteuid() == 0);
       if (plan.staged) handed_back_ = spec_.sandbox->writable;
       std::vector<Fd> listening;
-      pid_ = spawn_sandboxed(plan, spec_, fds, listening);
+      pid_ = spawn_sandboxed(plan, spec_, fds, listening, status_);
       if (!listening.empty()) {
         std::vector<std::pair<Fd, Destination>> relayed;
         for (std::size_t i = 0; i < listening.size(); ++i) {
@@ -191,7 +194,7 @@ class Session {
   }
 
   void wait_once(Clock::time_point deadline) {
-    std::array<pollfd, 4> fds{};
+    std::array<pollfd, 5> fds{};
     nfds_t count = 0;
     // Closed descriptors stay in their slot as -1, which poll() skips.
     const auto add = [&](int fd, short events) {
@@ -202,6 +205,7 @@ class Session {
     add(out_.get(), POLLIN);
     add(err_.get(), POLLIN);
     add(exited_ ? -1 : pidfd_.get(), POLLIN);
+    add(status_.get(), POLLIN);
     const int ready = ::poll(fds.data(), count, poll_timeout_ms(deadline));
     if (ready < 0) {
       if (errno == EINTR) return;
@@ -215,6 +219,33 @@ class Session {
       exited_ = true;
       kill_group();
       in_.reset();
+    }
+    if (fds[4].revents != 0) read_status();
+  }
+
+  // bubblewrap's status records: the first names the sandbox's first process, which we watch
+  // at once (bubblewrap, its parent, has not reaped it yet, so the pid is still its own).
+  void read_status() {
+    const auto keep = [this](std::string_view chunk) {
+      status_text_.append(chunk.substr(0, 4096 - std::min<std::size_t>(status_text_.size(), 4096)));
+    };
+    drain(status_, keep);
+    if (sandbox_init_.valid()) return;
+    const auto at = status_text_.find("\"child-pid\":");
+    if (at == std::string::npos) return;
+    const long pid = std::strtol(status_text_.c_str() + at + 12, nullptr, 10);
+    if (pid > 0) sandbox_init_ = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  }
+
+  // bubblewrap has exited and its first process was killed with it (--die-with-parent); once
+  // that process has exited, its PID namespace is empty: the kernel kills and reaps every other
+  // process of it first. Waits for that, at most 10 s.
+  void await_empty_sandbox() {
+    if (status_.valid()) read_status();
+    if (!sandbox_init_.valid()) return;
+    pollfd gone{sandbox_init_.get(), POLLIN, 0};
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (::poll(&gone, 1, poll_timeout_ms(deadline)) < 0 && errno == EINTR) {
     }
   }
 
@@ -237,13 +268,17 @@ class Session {
 
   void kill_group() const { ::kill(-pid_, SIGKILL); }
 
-  // bubblewrap exits 1 with "bwrap: ..." when it could not build the sandbox or exec the
-  // child: a failed start, as posix_spawn reports one. It reports a child killed by signal N
-  // as 128 + N, which is turned back into subprocess's -N.
+  // bubblewrap exits 1 when it could not build the sandbox or exec the child: a failed start,
+  // as posix_spawn reports one. Only bubblewrap's status pipe tells that from a child that
+  // exited 1 (it reports the exit code only of a child it executed), never the child's own
+  // stderr, which the child writes: what it wrote is then bubblewrap's message. It reports a
+  // child killed by signal N as 128 + N, which is turned back into subprocess's -N.
   void settle_sandbox(Outcome& outcome) const {
-    if (!outcome.timed_out && outcome.exit_code == 1 && err_head_.rfind("bwrap: ", 0) == 0) {
+    const bool executed = status_text_.find("\"exit-code\"") != std::string::npos;
+    if (!outcome.timed_out && outcome.exit_code == 1 && !executed) {
       throw std::system_error(ENOEXEC, std::generic_category(),
-                              err_head_.substr(0, err_head_.find('\n')));
+                              err_head_.empty() ? std::string("bwrap failed")
+                                                : err_head_.substr(0, err_head_.find('\n')));
     }
     if (outcome.exit_code > 128 && outcome.exit_code <= 128 + 64) {
       outcome.exit_code = 128 - outcome.exit_code;
@@ -263,6 +298,9 @@ class Session {
   std::vector<std::filesystem::path> handed_back_;
   std::function<void(std::string_view)> on_stderr_;
   std::string err_head_;
+  Fd status_;  // bubblewrap's status pipe
+  std::string status_text_;
+  Fd sandbox_init_;  // a pidfd of the sandbox's first process
 };
 
 }  // namespace

@@ -16,9 +16,12 @@ namespace aios::process {
 inline constexpr const char* kBubblewrap = "/usr/bin/bwrap";
 // More destinations than a profile needs would only widen what a child reaches.
 inline constexpr std::size_t kMaxDestinations = 16;
-// Descriptors the child hands bubblewrap: 3 the hosts file, 4 our report channel.
+// Descriptors the child hands bubblewrap: 3 the hosts file, 4 our report channel, 5 where
+// bubblewrap reports (--json-status-fd) the pid of the sandbox's first process and, only once
+// the child was executed, its exit code.
 inline constexpr int kHostsFd = 3;
 inline constexpr int kChannelFd = 4;
+inline constexpr int kStatusFd = 5;
 inline constexpr std::size_t kMaxSources = 64;
 // Started by root, the child binds each source here first (in a mount namespace of its own),
 // as /tmp/aios-sandbox-stage/<i>, so that bubblewrap, running as nobody, can reach sources
@@ -66,7 +69,8 @@ void hand_tree(const std::filesystem::path& root, uid_t uid, gid_t gid);
 
 inline constexpr uid_t kNobody = 65534;
 
+// `status_out` receives the read end (non-blocking) of bubblewrap's status pipe.
 pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
-                      std::vector<Fd>& listeners);
+                      std::vector<Fd>& listeners, Fd& status_out);
 
 }  // namespace aios::process

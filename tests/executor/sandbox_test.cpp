@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -257,6 +258,64 @@ TEST_F(SandboxTest, LimitsBoundForksFilesAndTmp) {
   EXPECT_TRUE(refused(ran.report, "big_file")) << ran.report;
   EXPECT_TRUE(refused(ran.report, "fill_tmp")) << ran.report;
   EXPECT_LE(fs::file_size(dir_ / "run" / "big"), 1U << 20);
+}
+
+// Given a child that prints what bubblewrap prints when it cannot start one ("bwrap: ...") and
+// exits 1, the run should be the child's exit 1, not a failed start that would carry the child's
+// text as our own; given an executable that does not exist, a failed start.
+TEST_F(SandboxTest, OnlyBubblewrapItselfReportsAFailedStart) {
+  const auto ran = run_script(
+      "sys.stderr.write('bwrap: execvp SECRET-TEXT: No such file\\n')\n"
+      "sys.stderr.flush()\n"
+      "os._exit(1)\n",
+      basic(), dir_ / "run");
+  EXPECT_EQ(ran.outcome.exit_code, 1);
+  EXPECT_FALSE(ran.outcome.timed_out);
+  EXPECT_NE(ran.err.find("SECRET-TEXT"), std::string::npos) << ran.err;
+
+  Spec missing;
+  missing.argv = {(dir_ / "run" / "absent").string()};
+  missing.working_directory = dir_ / "run";
+  missing.timeout = std::chrono::seconds(10);
+  missing.sandbox = basic();
+  try {
+    run(missing);
+    ADD_FAILURE() << "a missing executable started";
+  } catch (const std::system_error& error) {
+    EXPECT_NE(std::string(error.what()).find("bwrap: execvp"), std::string::npos) << error.what();
+  }
+}
+
+// Given a child (started by root, so run as nobody) whose daemonised helper keeps creating files
+// in its writable directory when the deadline kills the run, everything in that directory
+// should be ours again once run() returns, and nothing should appear after: the hand-back waits
+// until the sandbox's PID namespace is empty.
+TEST_F(SandboxTest, HandsTheWritablePathsBackOnlyOnceEveryProcessIsGone) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the hand-back happens only for a sandbox root starts";
+  const auto ran = run_script(
+      "if os.fork() == 0:\n"
+      "    os.setsid()\n"
+      "    i = 0\n"
+      "    while True:\n"
+      "        i += 1\n"
+      "        open('f%d' % i, 'w').close()\n"
+      "time.sleep(60)\n",
+      basic(), dir_ / "run", std::chrono::milliseconds(800));
+  ASSERT_TRUE(ran.outcome.timed_out) << ran.err;
+  const auto owned_by_us = [this] {
+    std::size_t count = 0;
+    for (const auto& entry : fs::directory_iterator(dir_ / "run")) {
+      struct stat info {};
+      EXPECT_EQ(::lstat(entry.path().c_str(), &info), 0);
+      EXPECT_EQ(info.st_uid, ::geteuid()) << entry.path();
+      ++count;
+    }
+    return count;
+  };
+  const std::size_t files = owned_by_us();
+  EXPECT_GT(files, 0U);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(owned_by_us(), files);
 }
 
 // Given destination texts from a profile, only IPv4 or DNS hosts with a port 1..65535 pass.
