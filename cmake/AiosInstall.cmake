@@ -3,7 +3,8 @@
 # installed is writable by a service user; the services' own directories come from tmpfiles.
 include(GNUInstallDirs)
 
-file(GLOB AIOS_UNITS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/systemd/*.service")
+file(GLOB AIOS_UNITS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/systemd/*.service"
+  "${PROJECT_SOURCE_DIR}/deploy/systemd/*.socket")
 file(GLOB AIOS_TMPFILES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/tmpfiles.d/*.conf")
 file(GLOB AIOS_SYSUSERS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/sysusers.d/*.conf")
 file(GLOB AIOS_PROFILES CONFIGURE_DEPENDS

@@ -1,4 +1,6 @@
 // aios-online-agent-worker: polls, claims, executes through an adapter and submits results.
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <sstream>
@@ -10,6 +12,7 @@
 #include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
 #include "aios/log.hpp"
+#include "aios/process.hpp"
 #include "aios/worker.hpp"
 
 namespace {
@@ -53,7 +56,9 @@ int main(int argc, char** argv) {
   int broker_timeout = static_cast<int>(config.broker_timeout.count());
   int heartbeat_ms = 10000;
   int http_timeout_ms = 30000;
+  std::string verification_socket;
   bool once = false;
+  bool serve_verification = false;
   app.add_option("--api-url", config.task_api_url, "Task API base URL")
       ->envname("AIOS_AGENT_TASK_API_URL")
       ->capture_default_str();
@@ -124,12 +129,30 @@ int main(int argc, char** argv) {
       ->envname("AIOS_WORKER_HTTP_TIMEOUT_MS")
       ->check(CLI::Range(100, 600000))
       ->capture_default_str();
+  app.add_option("--verification-socket", verification_socket,
+                 "Run every verification command in the sandbox service on this Unix\n"
+                 "socket (aios-verification-sandbox.socket) instead of building the\n"
+                 "sandbox here; default: build it here")
+      ->envname("AIOS_VERIFICATION_SOCKET");
   app.add_flag("--once", once, "Take at most one task, then exit");
+  app.add_flag("--serve-verification", serve_verification,
+               "Be the sandbox service for one connection: read one sandboxed run from\n"
+               "stdin, run it, answer on stdout and exit (aios-verification-sandbox@.service,\n"
+               "socket-activated); nothing else is read or started");
   // Crash tests only; deliberately without a flag so it cannot sit in a unit's ExecStart.
   if (const char* phase = std::getenv("AIOS_WORKER_FAULT_KILL_AFTER_PHASE")) {
     config.kill_after_phase = phase;
   }
   CLI11_PARSE(app, argc, argv);
+  if (serve_verification) {
+    try {
+      aios::process::serve_connection(STDIN_FILENO, STDOUT_FILENO);
+      return 0;
+    } catch (const std::exception& error) {
+      aios::log::error("SANDBOX_SERVICE_ANSWER_FAILED", {{"detail", error.what()}});
+      return 1;
+    }
+  }
 
   const aios::daemon::TerminationSignals signals;
   try {
@@ -155,6 +178,7 @@ int main(int argc, char** argv) {
     config.broker_timeout = std::chrono::seconds(broker_timeout);
     config.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     config.http_timeout = std::chrono::milliseconds(http_timeout_ms);
+    config.verification_socket = verification_socket;
     std::filesystem::create_directories(config.workspace_root);
     aios::Worker worker(config);
     worker.start();

@@ -101,4 +101,21 @@ struct Outcome {
 // been reaped.
 Outcome run(const Spec& spec);
 
+// The sandbox service (docs/security.md, "The verification sandbox service"): a unit of its
+// own that may build sandboxes, so the unit that asks for one need not. run_through() hands a
+// sandboxed `spec` (one without network; anything else is SANDBOX_REQUEST_INVALID) to the
+// service listening on the Unix socket `socket`, waits for it and returns its outcome as run()
+// would, with one difference: the output arrives once, at the end, through on_stdout, as the
+// last kRemoteOutputBytes of stdout and stderr interleaved. It throws std::system_error when
+// the service could not start the child, SANDBOX_SERVICE_UNAVAILABLE when the service cannot be
+// reached or does not answer within the spec's timeout and a minute, and the service's own
+// code when it refused the spec.
+inline constexpr std::size_t kRemoteOutputBytes = 64 * 1024;
+Outcome run_through(const std::filesystem::path& socket, const Spec& spec);
+
+// The service's side of one connection (a socket-activated instance: `in` and `out` are its
+// socket): reads one spec (at most 1 MiB, within 30 s, exactly the fields run_through sends,
+// always with a sandbox), runs it with run() and writes the answer.
+void serve_connection(int in, int out);
+
 }  // namespace aios::process

@@ -49,6 +49,10 @@ struct WorkerConfig {
   std::filesystem::path state_root = "/var/lib/aios-online-agent-worker";
   std::filesystem::path checkpoint_db = "/var/lib/aios-online-agent-worker/checkpoints.sqlite3";
   std::filesystem::path workspace_root = "/var/lib/aios-online-agent-worker/workspaces";
+  // The sandbox service's socket (process::run_through): when set, every verification command
+  // runs there and this process never builds a sandbox itself, so its unit can deny namespaces
+  // and mounts; its directory is hidden from every sandbox. Empty: the worker builds them.
+  std::filesystem::path verification_socket;
   int max_concurrency = 1;
   std::chrono::milliseconds idle_backoff_min{500};
   std::chrono::milliseconds idle_backoff_max{10000};

@@ -18,6 +18,7 @@ target_sources(aios_core PRIVATE
   executor/watch.cpp
   process/confine.cpp
   process/relay.cpp
+  process/remote.cpp
   process/run.cpp
   process/sandbox_plan.cpp
   process/spawn.cpp

@@ -64,14 +64,16 @@ nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_
                     config.executor_root,  config.broker_root,
                     "/etc/credstore",      "/etc/credstore.encrypted",
                     "/etc/aios-gitops"};
-  if (!config.agent_token_file.empty()) {
-    sandbox.hidden.push_back(config.agent_token_file.parent_path());
+  for (const auto* path : {&config.agent_token_file, &config.verification_socket}) {
+    if (!path->empty()) sandbox.hidden.push_back(path->parent_path());
   }
   sandbox.limits.cpu_seconds = static_cast<std::uint64_t>(spec.timeout.count() / 1000 + 1);
   spec.sandbox = sandbox;
   process::Outcome outcome;
   try {
-    outcome = process::run(spec);
+    outcome = config.verification_socket.empty()
+                  ? process::run(spec)
+                  : process::run_through(config.verification_socket, spec);
   } catch (const std::system_error& error) {
     outcome.exit_code = 127;
     output = error.what();

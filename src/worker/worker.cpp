@@ -252,9 +252,11 @@ class Worker::Impl {
       }
       nlohmann::json fields = {
           {"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}};
-      // The worker's own file work failed: which path and why is what the operator needs.
+      // The worker's own file work or its sandbox service failed: which path and why is what the
+      // operator needs.
       if (error.code() == "WORKER_WORKSPACE_FAILED" ||
-          error.code() == "ENGINEERING_WORKTREE_FAILED") {
+          error.code() == "ENGINEERING_WORKTREE_FAILED" ||
+          error.code() == "SANDBOX_SERVICE_UNAVAILABLE") {
         fields["detail"] = bounded_text(error.detail(), 512);
       }
       log::warn("TASK_FAILED", fields);

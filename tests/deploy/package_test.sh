@@ -71,6 +71,9 @@ units=(aios-agent-task-api aios-agent-task-execution-rebind aios-external-agent-
 for unit in "${units[@]}"; do
   [ -f "$root/usr/lib/systemd/system/$unit.service" ] || fail "missing unit $unit"
 done
+for unit in aios-verification-sandbox.socket aios-verification-sandbox@.service; do
+  [ -f "$root/usr/lib/systemd/system/$unit" ] || fail "missing unit $unit"
+done
 for file in usr/lib/tmpfiles.d/aios-agent-task.conf usr/lib/tmpfiles.d/aios-external-agent-runtime.conf \
   usr/lib/sysusers.d/aios-online-agent-runtime.conf etc/aios/external-agent-runtime.d/openclaw.profile.json \
   etc/aios/external-agent-runtime.d/hermes.profile.json usr/share/doc/aios-online-agent-runtime/operations.md \
@@ -125,7 +128,8 @@ writable=$(find "$root/usr" "$root/etc/aios" -perm /022 ! -type l -print)
 [ -z "$writable" ] || fail "group/world-writable: $writable"
 
 # The units as systemd will load them, with the binaries installed.
-if ! systemd-analyze verify --root="$root" "${units[@]/%/.service}" >"$work/verify.log" 2>&1; then
+if ! systemd-analyze verify --root="$root" "${units[@]/%/.service}" aios-verification-sandbox.socket \
+  >"$work/verify.log" 2>&1; then
   fail "systemd-analyze verify: $(cat "$work/verify.log")"
 fi
 

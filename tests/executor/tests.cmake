@@ -6,6 +6,7 @@
 aios_test(executor_tests
   executor/process_test.cpp
   executor/sandbox_test.cpp
+  executor/sandbox_service_test.cpp
   executor/profile_test.cpp
   executor/request_test.cpp
   executor/credentials_test.cpp

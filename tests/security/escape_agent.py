@@ -41,6 +41,13 @@ def connect(host, port):
         return "connected"
 
 
+def connect_unix(path):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+        unix.settimeout(3)
+        unix.connect(path)
+        return "connected"
+
+
 def foreign_environ():
     """Any process's environment holding the executor's marker variable."""
     for pid in os.listdir("/proc"):
@@ -99,6 +106,8 @@ for path in known.get("writes", []):
 for destination in known.get("connects", []):
     host, port = destination.rsplit(":", 1)
     attempt("connect:" + destination, lambda host=host, port=int(port): connect(host, port))
+for path in known.get("unix_connects", []):
+    attempt("connect:" + path, lambda path=path: connect_unix(path))
 attempt("foreign_environ", foreign_environ)
 
 

@@ -1,10 +1,13 @@
 // The escape suite, worker side: a deterministic plan whose verification command runs the
 // hostile program (tests/security/escape_agent.py, written into the worktree by the change set)
-// through the real worker. It knows the worker's token file, checkpoint database, authority
-// repository, exchange and the control-plane ports; each check passes only when the escape
-// failed, on both sides (its own report, and the host afterwards).
+// through the real worker, once in the sandbox the worker builds and once in the sandbox service
+// (the real binary in --serve-verification mode, one instance per connection as systemd starts
+// it). It knows the worker's token file, checkpoint database, authority repository, exchange,
+// the sandbox service's socket and the control-plane ports; each check passes only when the
+// escape failed, on both sides (its own report, and the host afterwards).
 #include <unistd.h>
 
+#include "support/socket_activator.hpp"
 #include "worker/worker_fixture.hpp"
 
 namespace aios::worker_test {
@@ -12,8 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The scheduler lets plans start python3, as the shipped allowlist does.
-class VerificationEscape : public WorkerTest {
+// The scheduler lets plans start python3, as the shipped allowlist does. The parameter: whether
+// the worker hands its verification commands to the sandbox service.
+class VerificationEscape : public WorkerTest, public ::testing::WithParamInterface<bool> {
  protected:
   test::SchedulerConfig config() const override {
     auto result = WorkerTest::config();
@@ -36,11 +40,21 @@ Json report_in(const std::string& output) {
 // database, list the authority repository and the exchange, write into them, reach the Task API
 // and the Bridge, find a token in its environment and leave a process behind, none of it should
 // work, and the task should still go through as verified.
-TEST_F(VerificationEscape, HostileVerificationCommandStaysInItsSandbox) {
+TEST_P(VerificationEscape, HostileVerificationCommandStaysInItsSandbox) {
   const std::string marker = "aios-verification-escape-" + std::to_string(::getpid());
   const auto state = dir() / "state-escape";
   const auto authority = scheduler().authority_git_dir();
   fs::create_directories(exchange() / "results");
+  const auto socket = dir() / "verification" / "sandbox.sock";
+  fs::create_directories(socket.parent_path());
+  std::unique_ptr<test::SocketActivator> service;
+  if (GetParam()) {
+    service = std::make_unique<test::SocketActivator>(
+        socket,
+        std::vector<std::string>{daemon_binary("aios-online-agent-worker").string(),
+                                 "--serve-verification"},
+        dir() / "sandbox-service.log");
+  }
   const Json known = {
       {"marker", marker},
       {"secrets",
@@ -52,6 +66,7 @@ TEST_F(VerificationEscape, HostileVerificationCommandStaysInItsSandbox) {
         (exchange() / "results" / "forged.json").string(), (state / "escaped").string()}},
       {"connects", Json::array({"127.0.0.1:" + std::to_string(port()),
                                 "127.0.0.1:" + std::to_string(scheduler().bridge_port())})},
+      {"unix_connects", {socket.string()}},
       {"survive", true}};
   auto body = deterministic_task(
       binding("task-escape", "agent/escape"),
@@ -63,6 +78,10 @@ TEST_F(VerificationEscape, HostileVerificationCommandStaysInItsSandbox) {
                                         {"timeout_seconds", 60}}};
   create_task(body);
   auto& worker = make_worker("escape", kWriter, "deterministic", true);
+  if (service) {
+    worker.options().args.insert(worker.options().args.end(),
+                                 {"--verification-socket", socket.string()});
+  }
   worker.start();
   ASSERT_TRUE(worker.wait_exit(std::chrono::seconds(60))) << worker.log();
 
@@ -89,7 +108,14 @@ TEST_F(VerificationEscape, HostileVerificationCommandStaysInItsSandbox) {
   EXPECT_EQ(test::processes_with(marker + "-survivor"), 0);
   // The plan's own change is what was committed; nothing the command tried reached the repo.
   EXPECT_EQ(branch_oid("agent/escaped"), "");
+  // The command ran where it was meant to, and asked the service for nothing itself.
+  if (service) {
+    EXPECT_EQ(service->instances(), 1) << test::read_text_file(dir() / "sandbox-service.log");
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Sandboxes, VerificationEscape, ::testing::Values(false, true),
+                         [](const auto& param) { return param.param ? "Service" : "Worker"; });
 
 }  // namespace
 }  // namespace aios::worker_test

@@ -51,8 +51,8 @@ users() { getent passwd aios-agent-task aios-engineering-worker aios-engineering
 check "sysusers created the three service users" users
 check "tmpfiles created the exchange and state directories" \
   test -d $EXCHANGE/requests -a -d /var/lib/aios-agent-task -a -d /data/aios-gitops
-check "the seven units are installed and none is enabled" \
-  bash -c '[ "$(systemctl list-unit-files "aios-*" --no-legend | grep -c disabled)" -eq 7 ]'
+check "the seven daemons' units and the sandbox socket are installed and none is enabled" \
+  bash -c '[ "$(systemctl list-unit-files "aios-*" --no-legend | grep -c disabled)" -eq 8 ]'
 
 # --- credentials, profiles and the authority repository, as docs/operations.md tells ----------
 install -d -m 0700 /etc/aios-gitops
@@ -217,6 +217,61 @@ committed() { # committed BRANCH PATH CONTENT-PREFIX
 check "deterministic: the governed commit is on agent/sd-deterministic in the authority repository" \
   committed agent/sd-deterministic docs/SYSTEMD-NOTE.md "Committed through the governed Bridge"
 
+accepted() { # accepted N: the sandbox socket has started exactly N instances
+  local count
+  count=$(systemctl show -p NAccepted --value aios-verification-sandbox.socket)
+  [ "$count" = "$1" ] || { echo "  NAccepted=$count"; return 1; }
+}
+check "deterministic: its verification ran in the sandbox service (the worker's unit builds no sandbox)" \
+  accepted 1
+
+# --- a hostile verification command, under the units -------------------------------------------
+# The plan writes tests/security/escape_agent.py into the tree and runs it as its verification:
+# it knows the worker's credentials, checkpoints and state, the exchange, the control-plane
+# ports and the sandbox service's socket, and tries each. (Not a listing of the worker's state
+# root: its own run directory lies below it, so it sees the empty directories leading there.)
+WORKER_STATE=/var/lib/aios-online-agent-worker
+escape_known=$(jq -nc --arg repo $REPO --arg exchange $EXCHANGE --arg state $WORKER_STATE '{
+  marker: "aios-sd-verify-escape",
+  secrets: ["/run/credentials/aios-online-agent-worker.service/agent_token",
+            "/run/credentials/aios-online-agent-worker.service/exchange_result_key",
+            ($state + "/checkpoints.sqlite3"), "/etc/credstore/aios-exchange-result.key",
+            "/etc/aios-gitops/agent-task-control.token", "/data/agent/secrets/oneapi-model-ready.env"],
+  listings: [$repo, $exchange, "/etc/credstore", "/run/credentials"],
+  writes: [($repo + "/refs/heads/escaped"), ($exchange + "/results/forged.json"), ($state + "/escaped")],
+  connects: ["127.0.0.1:18940", "127.0.0.1:18892", "127.0.0.1:18942"],
+  unix_connects: ["/run/aios-verification/sandbox.sock"], survive: true}')
+create sd-verify-escape "$(jq -n --argjson writer "$WRITER" --arg known "$escape_known" \
+  --rawfile escape "$share/tests/security/escape_agent.py" '{goal: "A hostile verification",
+  execution: {action: "deterministic", adapter: "deterministic", capability_scope: $writer,
+    change_set: [{path: "escape.py", operation: "write_file", content: $escape}],
+    verification: [{label: "hostile", argv: ["/usr/bin/python3", "escape.py", $known],
+      cwd: ".", timeout_seconds: 60}]}}')"
+escape_report() {
+  view sd-verify-escape | jq -r '.result.tests[0].output' | grep -o '{"escapes".*' | tail -1
+}
+escapes_refused() { # every escape but writes and survive (decided on the host) was refused
+  local report allowed
+  wait_status sd-verify-escape VERIFYING 90 || return 1
+  report=$(escape_report)
+  [ "$(jq '.escapes | length' <<<"$report")" -gt 10 ] || { echo "  report: $report"; return 1; }
+  allowed=$(jq -r '.escapes | to_entries[] | select((.key | startswith("write:") or . == "survive") | not)
+    | select(.value | startswith("refused:") | not) | "\(.key) \(.value)"' <<<"$report")
+  [ -z "$allowed" ] || { echo "  allowed: $allowed"; return 1; }
+}
+nothing_written() {
+  [ ! -e $REPO/refs/heads/escaped ] && [ ! -e $EXCHANGE/results/forged.json ] &&
+    [ ! -e $WORKER_STATE/escaped ] && ! pgrep -f aios-sd-verify-escape-survivor >/dev/null
+}
+check "hostile verification: no credential, checkpoint, exchange, repository, port or socket reached" \
+  escapes_refused
+check "hostile verification: nothing written outside its sandbox, nothing outlives it" nothing_written
+check "hostile verification: its own connect to the socket started no instance (one each, two in all)" \
+  accepted 2
+passed_verification() { [ "$(view sd-verify-escape | jq -r '.result.tests[0].passed')" = true ]; }
+check "hostile verification: the command itself ran to its end (its report is its output)" \
+  passed_verification
+
 rework() {
   wait_status sd-rebind VERIFYING 60 || return 1
   # The plan first: once it is registered, a worker polling the returned task finds the drift
@@ -365,7 +420,7 @@ check "nothing the agent child daemonised outlives its run (its own PID namespac
 
 # The units that build sandboxes for hostile children pay 0.9 for it (docs/security.md).
 declare -A budget=([aios-agent-task-api]=1.0 [aios-agent-task-execution-rebind]=1.0
-  [aios-external-agent-executor]=2.1 [aios-agent-runtime-broker]=2.1 [aios-online-agent-worker]=2.1)
+  [aios-external-agent-executor]=2.1 [aios-agent-runtime-broker]=2.1)
 for unit in "${UNITS[@]}"; do
   score=$(systemctl show -p Id --value "$unit" >/dev/null &&
     systemd-analyze security --no-pager "$unit.service" 2>/dev/null |
@@ -374,6 +429,12 @@ for unit in "${UNITS[@]}"; do
   check "systemd-analyze security $unit: ${score:-none} (budget $limit)" \
     awk -v s="${score:-99}" -v l="$limit" 'BEGIN { exit !(s <= l) }'
 done
+
+sandbox_score=$(systemd-analyze security --no-pager --offline=true \
+  /usr/lib/systemd/system/aios-verification-sandbox@.service 2>/dev/null |
+  sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+check "systemd-analyze security aios-verification-sandbox@: ${sandbox_score:-none} (budget 1.5)" \
+  awk -v s="${sandbox_score:-99}" 'BEGIN { exit !(s <= 1.5) }'
 
 check "every unit is active at the end" all_active
 check "no unit failed at the end" no_failed
