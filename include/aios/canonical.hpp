@@ -62,6 +62,11 @@ std::string bounded_text(std::string_view text, std::size_t limit);
 // Python's str.strip(): removes leading and trailing Unicode whitespace.
 std::string_view python_strip(std::string_view text);
 
+// Python 3.11's str.lower() of UTF-8 `text`: the full lowercase mapping of Unicode 14.0 (U+0130
+// becomes two code points), with the final-sigma rule (U+03A3 becomes U+03C2 after a cased
+// letter and before none, skipping case-ignorable ones). Bytes that are not UTF-8 are kept.
+std::string python_lower(std::string_view text);
+
 // Python's text[:n]: the first `n` code points of UTF-8 `text`.
 std::string_view prefix_code_points(std::string_view text, std::size_t n);
 

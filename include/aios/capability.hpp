@@ -36,7 +36,9 @@ nlohmann::json normalized_capability_matrix(const nlohmann::json& worker,
 // True when `name` (already trimmed and lower-cased) is in the task vocabulary.
 bool is_known_task_capability(std::string_view name);
 
-// Trims and lower-cases one capability name; CAPABILITY_INVALID for a non-string or blank.
+// Trims and lower-cases one capability name as the seed does (str.strip, then str.lower: Unicode
+// whitespace and the full Unicode lowercase mapping); CAPABILITY_INVALID for a non-string or
+// blank.
 std::string clean_capability(const nlohmann::json& value);
 
 }  // namespace aios

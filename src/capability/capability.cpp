@@ -120,11 +120,8 @@ nlohmann::json sorted_array(const std::set<std::string>& values) {
 
 std::string clean_capability(const nlohmann::json& value) {
   if (!value.is_string()) throw Error(ErrorCode::CAPABILITY_INVALID);
-  std::string text(python_strip(value.get_ref<const std::string&>()));
+  std::string text = python_lower(python_strip(value.get_ref<const std::string&>()));
   if (text.empty()) throw Error(ErrorCode::CAPABILITY_INVALID);
-  std::transform(text.begin(), text.end(), text.begin(), [](char c) {
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  });
   return text;
 }
 
