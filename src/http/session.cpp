@@ -122,6 +122,13 @@ void Session::on_read_failed(beast::error_code ec) {
       ec == net::error::operation_aborted) {
     return close();
   }
+  // The seed reads Content-Length after its bearer check: a caller the server does not admit
+  // (with the headers before the bad one) still gets 401. The handler never sees the request.
+  if (ec == bhttp::error::bad_content_length) {
+    const auto& options = state_->options;
+    return refuse(options.admits && !options.admits(request_) ? ErrorCode::UNAUTHORIZED
+                                                              : ErrorCode::CONTENT_LENGTH_INVALID);
+  }
   if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category()) {
     return refuse(ErrorCode::REQUEST_INVALID);
   }
