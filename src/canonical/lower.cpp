@@ -62,6 +62,15 @@ bool final_sigma(const std::vector<utf8::Decoded>& text, std::size_t at) {
 }  // namespace
 
 std::string python_lower(std::string_view text) {
+  // Capability names are ASCII almost always, and the poll lowers them for every candidate.
+  if (std::all_of(text.begin(), text.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    std::string out(text);
+    for (char& c : out) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return out;
+  }
   std::vector<utf8::Decoded> decoded;
   for (std::size_t pos = 0; pos < text.size();) {
     decoded.push_back(utf8::decode(text, pos));
