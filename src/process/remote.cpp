@@ -107,9 +107,12 @@ void require_shape(const json& object,
   std::size_t present = 0;
   for (const auto& [key, type] : keys) {
     const auto found = object.find(key);
-    const bool is_optional = std::find_if(optional.begin(), optional.end(), [&](const char* name) {
-                               return std::strcmp(name, key) == 0;
-                             }) != optional.end();
+    // clang 14 (the fuzz build) cannot capture a structured binding, hence the copy.
+    const char* const wanted = key;
+    const bool is_optional =
+        std::find_if(optional.begin(), optional.end(), [wanted](const char* name) {
+          return std::strcmp(name, wanted) == 0;
+        }) != optional.end();
     if (found == object.end()) {
       if (is_optional) continue;
       throw invalid(std::string(key) + " is missing");
