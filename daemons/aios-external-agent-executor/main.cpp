@@ -13,6 +13,7 @@
 #include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
 #include "aios/broker.hpp"
+#include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 #include "aios/log.hpp"
 
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
     try {
       executor::assert_no_secret_environment(own_environment());
       const auto report = aios::broker::self_test(self_test, broker_options);
-      std::printf("%s\n", report.dump().c_str());
+      std::printf("%s\n", aios::canonical_json(report).c_str());
       return 0;
     } catch (const aios::Error& error) {
       std::fprintf(stderr, "%s %s\n", executor::failure_text(error).c_str(),

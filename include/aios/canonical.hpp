@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,9 +16,10 @@ namespace aios {
 
 // Canonical bytes of `value` (UTF-8). Keys sort by code point, `"` `\` and control
 // characters are escaped as Python escapes them, everything else (DEL, non-BMP) is raw,
-// floats are written as Python's repr. Throws aios::Error CANONICAL_JSON_INVALID for NaN or
-// infinity (Python would write a non-JSON token), binary values, strings or keys that are not
-// valid UTF-8 (no Python str holds them) and nesting deeper than 1000 levels.
+// floats are written as Python's repr, exact integers (see parse_json) as their digits. Throws
+// aios::Error CANONICAL_JSON_INVALID for NaN or infinity (Python would write a non-JSON token),
+// other binary values, strings or keys that are not valid UTF-8 (no Python str holds them) and
+// nesting deeper than 1000 levels.
 std::string canonical_json(const nlohmann::json& value);
 
 // The deepest nesting of arrays and objects that any JSON reader of the suite accepts: HTTP
@@ -28,8 +30,21 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 // most `max_depth` deep, so no deeper tree is ever built, copied or walked (a copy or a walk of
 // one recurses per level and a hostile body of 200,000 levels overflows a thread's stack).
 // Text that is not JSON gives a discarded value, as nlohmann::json::parse without exceptions
-// does; deeper nesting throws aios::Error JSON_NESTING_TOO_DEEP.
+// does; so does text that starts with a UTF-8 byte-order mark, as Python's json.loads of a str
+// refuses it. Deeper nesting throws aios::Error JSON_NESTING_TOO_DEEP.
+// An integer literal outside 64 bits is kept exactly, as Python's json keeps it, in a binary
+// value that exact_integer_text reads (nlohmann's own parse would round it to a double); one of
+// more than 4300 digits is not JSON, as Python 3.11's int() limit makes it for json.loads.
 nlohmann::json parse_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
+
+// parse_json keeping each object's members in document order, for the readers that must take
+// decisions in the order Python's dict iterates (a profile's environment, its credential_env).
+nlohmann::ordered_json parse_json_ordered(std::string_view text,
+                                          std::size_t max_depth = kMaxJsonDepth);
+
+// The decimal text ("-" and digits) of an integer parse_json kept exactly; nullopt for any
+// other value, including integers that fit in 64 bits.
+std::optional<std::string_view> exact_integer_text(const nlohmann::json& value);
 
 // `size` bytes as lower-case hex (digests, MACs, random tokens).
 std::string hex_of(const unsigned char* data, std::size_t size);
@@ -66,6 +81,12 @@ std::string_view python_strip(std::string_view text);
 // becomes two code points), with the final-sigma rule (U+03A3 becomes U+03C2 after a cased
 // letter and before none, skipping case-ignorable ones). Bytes that are not UTF-8 are kept.
 std::string python_lower(std::string_view text);
+
+// Python's int(text) in base 10: Unicode whitespace around, one optional sign, decimal digits
+// of any script (Unicode category Nd) with single underscores between them, leading zeros
+// allowed. nullopt where int() raises ValueError; magnitudes past 10^18 come back as 10^18, so
+// a caller's range check still refuses them.
+std::optional<long long> python_int(std::string_view text);
 
 // Python's text[:n]: the first `n` code points of UTF-8 `text`.
 std::string_view prefix_code_points(std::string_view text, std::size_t n);

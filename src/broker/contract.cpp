@@ -128,7 +128,7 @@ std::string message_of(const json& error) {
   if (error.is_object() && error.contains("message") && error["message"].is_string()) {
     return error["message"].get<std::string>();
   }
-  return error.dump();
+  return canonical_json(error);
 }
 
 }  // namespace

@@ -178,6 +178,11 @@ void append_value(std::string& out, const Json& value, std::size_t depth) {
       return;
     }
     case Json::value_t::binary:
+      if (const auto digits = exact_integer_text(value)) {
+        out += *digits;
+        return;
+      }
+      break;
     case Json::value_t::discarded:
       break;
   }

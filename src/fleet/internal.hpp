@@ -58,8 +58,8 @@ class TaskFactsCache {
   std::map<std::pair<std::string, std::int64_t>, TaskFacts> facts_;
 };
 
-// The serialised view (view_of(row).dump()) of tasks a poll recently offered, so a poll does
-// not re-parse and re-serialise the same queued rows on every call. An entry is served only
+// The serialised view (canonical_json(view_of(row))) of tasks a poll recently offered, so a poll
+// does not re-parse and re-serialise the same queued rows on every call. An entry is served only
 // for a row equal to the one it was built from in every column: the view is a pure function of
 // the row, and the revision alone would not do (a heartbeat moves lease_expires_at without a
 // new revision, and the rebind service writes the same table from another process). At most

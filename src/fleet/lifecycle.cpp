@@ -227,7 +227,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
     insert->bind(3, attempt);
     insert->bind(4, agent.agent_id);
     insert->bind(5, request_sha);
-    insert->bind(6, response.dump());
+    insert->bind(6, canonical_json(response));
     insert->bind(7, now_iso);
     insert->exec();
   });

@@ -25,7 +25,10 @@ std::string scope_key_of(const nlohmann::json& task) {
 // The seed's fleet_scope_weight: a number, clamped to [0.05, 100], default 1.
 double scope_weight_of(const nlohmann::json& metadata) {
   const auto it = metadata.find("fleet_scope_weight");
-  if (it == metadata.end() || !it->is_number()) return 1.0;
+  if (it == metadata.end()) return 1.0;
+  // An integer past 64 bits is past either bound: only its sign matters.
+  if (const auto exact = exact_integer_text(*it)) return exact->front() == '-' ? 0.05 : 100.0;
+  if (!it->is_number()) return 1.0;
   return std::clamp(it->get<double>(), 0.05, 100.0);
 }
 

@@ -123,7 +123,7 @@ std::shared_ptr<const std::string> TaskViewCache::get(const store::TaskRow& row)
       return it->second.text;
     }
   }
-  auto text = std::make_shared<const std::string>(view_of(row).dump());
+  auto text = std::make_shared<const std::string>(canonical_json(view_of(row)));
   std::lock_guard lock(mutex_);
   // A bound, not an eviction policy: a poll reads the head of the queue, which stays put
   // between transitions, so any entry may go and is rebuilt when it is read again.

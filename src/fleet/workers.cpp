@@ -121,8 +121,8 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
                            "granted_tenants_json,created_at) VALUES (?,?,?,?,?)");
     insert->bind(1, agent_id);
     insert->bind(2, sha256_hex(token));
-    insert->bind(3, granted.dump());
-    insert->bind(4, tenants.dump());
+    insert->bind(3, canonical_json(granted));
+    insert->bind(4, canonical_json(tenants));
     insert->bind(5, now);
     insert->exec();
   });
@@ -210,10 +210,10 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
         " tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at");
     upsert->bind(1, worker_id);
     upsert->bind(2, agent.agent_id);
-    upsert->bind(3, capabilities.dump());
-    upsert->bind(4, adapters.dump());
-    upsert->bind(5, labels.dump());
-    upsert->bind(6, tenants.dump());
+    upsert->bind(3, canonical_json(capabilities));
+    upsert->bind(4, canonical_json(adapters));
+    upsert->bind(5, canonical_json(labels));
+    upsert->bind(6, canonical_json(tenants));
     upsert->bind(7, format_iso8601(now));
     upsert->bind(8, now_s);
     upsert->exec();
@@ -226,7 +226,7 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
     capacity->bind(1, worker_id);
     capacity->bind(2, slots);
     capacity->bind(3, domain.get<std::string>());
-    capacity->bind(4, labels.dump());
+    capacity->bind(4, canonical_json(labels));
     capacity->bind(5, now_s);
     capacity->exec();
     view = worker_view(*fleet::load_worker(db, worker_id, now_s), now_s, options_);
@@ -262,7 +262,7 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
                            "labels_json=?, quarantined=?, updated_at=? WHERE worker_id=?");
     update->bind(1, worker->max_slots);
     update->bind(2, worker->failure_domain);
-    update->bind(3, worker->labels.dump());
+    update->bind(3, canonical_json(worker->labels));
     update->bind(4, worker->quarantined ? 1 : 0);
     update->bind(5, now);
     update->bind(6, worker_id);

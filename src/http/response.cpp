@@ -3,7 +3,10 @@
 
 #include <charconv>
 #include <exception>
+#include <stdexcept>
+#include <string>
 
+#include "aios/canonical.hpp"
 #include "http/beast.hpp"
 #include "http/url.hpp"
 
@@ -12,7 +15,13 @@ namespace aios::http {
 Response json_response(int status, const nlohmann::json& body) {
   Response response;
   response.status = status;
-  response.body = body.dump();
+  // Canonical, so integers past 64 bits go out as their digits. A body that has no JSON form is
+  // a bug of ours, not the client's: a logic_error, which the boundary answers with 500.
+  try {
+    response.body = canonical_json(body);
+  } catch (const Error& error) {
+    throw std::logic_error(std::string("response body: ") + error.what());
+  }
   return response;
 }
 

@@ -1,5 +1,6 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "aios/canonical.hpp"
 #include "aios/store.hpp"
 
 namespace aios::store {
@@ -132,7 +133,7 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
   insert->bind(1, task_id);
   insert->bind(2, event_type);
   insert->bind(3, agent_id);
-  insert->bind(4, payload.dump());
+  insert->bind(4, canonical_json(payload));
   insert->bind(5, created_at);
   insert->exec();
 }

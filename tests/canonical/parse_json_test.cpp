@@ -1,6 +1,7 @@
 // parse_json: the bounded reader every JSON entry point goes through.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "aios/canonical.hpp"
@@ -16,6 +17,15 @@ std::string arrays(std::size_t depth) {
 std::string refusal(const std::string& text, std::size_t max_depth = kMaxJsonDepth) {
   try {
     parse_json(text, max_depth);
+  } catch (const Error& error) {
+    return error.code();
+  }
+  return "";
+}
+
+std::string refusal_of_canonical(const nlohmann::json& value) {
+  try {
+    canonical_json(value);
   } catch (const Error& error) {
     return error.code();
   }
@@ -60,6 +70,53 @@ TEST(ParseJson, TextThatIsNotJsonIsDiscarded) {
   for (const std::string text : {"", "{", "[1,", "nul", "{\"a\":1}}", "\"unterminated"}) {
     EXPECT_TRUE(parse_json(text).is_discarded()) << text;
   }
+}
+
+// Python's json.loads keeps an integer of any size exactly; each case pins what
+// json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) gives for it.
+TEST(ParseJson, IntegersPast64BitsAreKeptExactlyAsPythonKeepsThem) {
+  const std::string many_digits = "1" + std::string(4299, '0');
+  const struct {
+    std::string text;
+    std::string canonical;
+  } cases[] = {
+      {"18446744073709551616", "18446744073709551616"},  // 2**64
+      {"-9223372036854775809", "-9223372036854775809"},  // -(2**63) - 1
+      {"[18446744073709551615,-9223372036854775808]",    // still 64-bit: plain numbers
+       "[18446744073709551615,-9223372036854775808]"},
+      {R"({"b":1e2,"a":123456789012345678901234567890})",
+       R"({"a":123456789012345678901234567890,"b":100.0})"},
+      {"18446744073709551616.0", "1.8446744073709552e+19"},  // a float literal stays a float
+      {"-0", "0"},
+      {many_digits, many_digits},
+      {"-" + many_digits, "-" + many_digits},
+  };
+  for (const auto& c : cases) {
+    const auto value = parse_json(c.text);
+    ASSERT_FALSE(value.is_discarded()) << c.text.substr(0, 40);
+    EXPECT_EQ(canonical_json(value), c.canonical) << c.text.substr(0, 40);
+  }
+  EXPECT_EQ(exact_integer_text(parse_json("18446744073709551616")), "18446744073709551616");
+  EXPECT_EQ(exact_integer_text(parse_json("18446744073709551615")), std::nullopt);
+  EXPECT_EQ(exact_integer_text(parse_json("\"18446744073709551616\"")), std::nullopt);
+  // Equal literals compare equal and unequal ones do not, as Python ints do.
+  EXPECT_EQ(parse_json("[100000000000000000000]"), parse_json("[100000000000000000000]"));
+  EXPECT_NE(parse_json("100000000000000000000"), parse_json("100000000000000000001"));
+}
+
+TEST(ParseJson, AnIntegerPastPythonsDigitLimitIsNotJson) {
+  // Given 4301 digits, Python 3.11's json.loads raises ValueError (int_max_str_digits); we should
+  // read no value either, with or without a sign, however deep it sits.
+  const std::string too_many = "1" + std::string(4300, '0');
+  for (const std::string& text : {too_many, "-" + too_many, R"({"a":[)" + too_many + "]}"}) {
+    EXPECT_TRUE(parse_json(text).is_discarded()) << text.size();
+  }
+}
+
+TEST(ParseJson, ABinaryValueBuiltInCodeIsNotAnInteger) {
+  // Only parse_json makes exact integers; any other binary still has no canonical form.
+  EXPECT_EQ(exact_integer_text(nlohmann::json::binary({'1', '2'})), std::nullopt);
+  EXPECT_EQ(refusal_of_canonical(nlohmann::json::binary({'1', '2'}, 7)), "CANONICAL_JSON_INVALID");
 }
 
 TEST(ParseJson, ASmallerBoundIsHonoured) {

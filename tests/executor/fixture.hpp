@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 #include "support/daemon.hpp"
 
@@ -74,16 +75,18 @@ class ExecutorTest : public ::testing::Test {
     return path;
   }
   void write_profile(const std::string& runtime, const json& profile) {
-    write_text_file(profiles() / (runtime + ".json"), profile.dump());
+    write_text_file(profiles() / (runtime + ".json"), canonical_json(profile));
   }
-  void write_request(const json& request) { write_text_file(request_path(), request.dump()); }
+  void write_request(const json& request) {
+    write_text_file(request_path(), canonical_json(request));
+  }
 
   // Writes the profile and request, runs the request; the result as written on disk.
   json run(const json& profile, const json& request) {
     write_profile(request["runtime"].get<std::string>(), profile);
     write_request(request);
     execute_request(request_path(), result_path(), options_);
-    return json::parse(read_text_file(result_path()));
+    return parse_json(read_text_file(result_path()));
   }
 
   // The code execute_request throws, or "OK".

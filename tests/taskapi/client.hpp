@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "aios/canonical.hpp"
 #include "aios/http.hpp"
 #include "support/daemon.hpp"
 
@@ -64,6 +65,9 @@ inline Json require(const Reply& reply, int status, std::string_view what) {
   return reply.body;
 }
 
+// Deep enough for any answer of ours; parse_json keeps integers past 64 bits exactly.
+inline constexpr std::size_t kDeepestReply = 1000;
+
 // A keep-alive connection to the Task API on 127.0.0.1:port carrying one bearer token (empty:
 // none). One per thread.
 class ApiClient {
@@ -76,14 +80,17 @@ class ApiClient {
     Reply reply;
     reply.status = response.status;
     reply.raw = response.body;
-    reply.body = Json::parse(reply.raw, nullptr, false);
+    reply.body = parse_json(reply.raw, kDeepestReply);
     return reply;
   }
   Reply get(std::string_view target) { return send("GET", target, ""); }
+  // Sent as canonical JSON, so exact integers past 64 bits go out as their digits.
   Reply post(std::string_view target, const Json& body) {
-    return send("POST", target, body.dump());
+    return send("POST", target, canonical_json(body));
   }
-  Reply put(std::string_view target, const Json& body) { return send("PUT", target, body.dump()); }
+  Reply put(std::string_view target, const Json& body) {
+    return send("PUT", target, canonical_json(body));
+  }
 
   const std::string& token() const { return token_; }
 

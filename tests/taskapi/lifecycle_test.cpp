@@ -1,10 +1,12 @@
 // The task lifecycle over HTTP against the real daemon: create, poll, claim, heartbeat, result,
 // verification (PASS, NEEDS_REWORK, FAIL), release and cancel; revisions, attempts, events and
 // the task view at each step.
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "support/run_command.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::taskapi_test {
@@ -207,6 +209,39 @@ TEST_F(LifecycleTest, FullLifecycleToSucceeded) {
     EXPECT_THAT(log, Not(HasSubstr(secret)));
     EXPECT_THAT(metrics, Not(HasSubstr(secret)));
   }
+}
+
+TEST_F(LifecycleTest, IntegersPast64BitsKeepTheirDigitsAndPythonsDigest) {
+  // Given constraints and metadata with integers past 64 bits (Python's json keeps them
+  // exactly), the stored task should answer them digit for digit, and its execution digest
+  // should be the one Python computes over the envelope the scheduler answered.
+  auto body = hermes_task("task-life-big");
+  body["execution"]["runtime_input"] = {
+      {"goal", "Count"},
+      {"constraints", parse_json(R"({"n":18446744073709551616,"m":-9223372036854775809})")}};
+  body["metadata"] = parse_json(R"({"budget":123456789012345678901234567890})");
+  const auto created = owner().post("/v1/tasks", body);
+  ASSERT_EQ(created.status, 201) << describe(created);
+  const auto got = owner().get("/v1/tasks/task-life-big");
+  ASSERT_EQ(got.status, 200) << describe(got);
+  EXPECT_THAT(got.raw, ::testing::HasSubstr(R"("budget":123456789012345678901234567890)"));
+  EXPECT_THAT(got.raw, ::testing::HasSubstr(R"("n":18446744073709551616)"));
+  const auto& envelope = got.body.at("metadata").at("execution");
+  EXPECT_EQ(envelope.at("runtime_input").at("constraints"),
+            body["execution"]["runtime_input"]["constraints"]);
+
+  const std::string file = (scheduler().dir() / "envelope.json").string();
+  {
+    std::ofstream out(file);
+    out << canonical_json(envelope);
+  }
+  const auto python = test::run_command(
+      "/usr/bin/python3 -c 'import hashlib,json,sys; e=json.load(open(sys.argv[1])); "
+      "e.pop(\"execution_digest\"); print(hashlib.sha256(json.dumps(e,sort_keys=True,"
+      "separators=(\",\",\":\"),ensure_ascii=False).encode()).hexdigest())' " +
+      file);
+  ASSERT_EQ(python.exit_code, 0) << python.output;
+  EXPECT_EQ(python.output, got.body.at("execution_digest").get<std::string>() + "\n");
 }
 
 TEST_F(LifecycleTest, NeedsReworkRequeuesAndTheNextClaimIsAttemptTwo) {

@@ -53,7 +53,7 @@ TEST_F(AiosEnvelopeTool, ProjectTaskMatchesTheLibrary) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto expected =
       project_online_task(GovernedBinding::from_mapping(kBinding), task, execution);
-  EXPECT_EQ(nlohmann::json::parse(result.output), expected);
+  EXPECT_EQ(result.output, canonical_json(expected) + "\n");
 }
 
 // Given any JSON, digest should print its canonical SHA-256.
@@ -62,6 +62,14 @@ TEST_F(AiosEnvelopeTool, DigestIsTheCanonicalDigest) {
   const auto result = run("digest", value.dump());
   ASSERT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.output, digest(value) + "\n");
+}
+
+// Given integers past 64 bits, digest should print the hash Python's json computes over them
+// (json.loads keeps them exact; the expected value is hashlib's over Python's json.dumps).
+TEST_F(AiosEnvelopeTool, DigestKeepsIntegersPast64BitsAsPythonDoes) {
+  const auto result = run("digest", R"({"n": 18446744073709551616, "m": [-9223372036854775809]})");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, "2750005d667af6f110c9b73324eaf52c5dd377a743016ce23e63063b50dea32e\n");
 }
 
 // Given a refused envelope or broken JSON, the tool should print the code and exit 1.

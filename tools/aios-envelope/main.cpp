@@ -13,10 +13,13 @@
 
 namespace {
 
+// Read as the daemons read bodies: nesting bounded, integers past 64 bits exact.
 nlohmann::json read_stdin() {
   const std::string text{std::istreambuf_iterator<char>(std::cin),
                          std::istreambuf_iterator<char>()};
-  return nlohmann::json::parse(text);
+  auto value = aios::parse_json(text);
+  if (value.is_discarded()) throw aios::Error(aios::ErrorCode::REQUEST_INVALID);
+  return value;
 }
 
 const nlohmann::json& member(const nlohmann::json& value, const char* key) {
@@ -63,7 +66,8 @@ int main(int argc, char** argv) {
       std::cout << aios::digest(input) << '\n';
       return 0;
     }
-    std::cout << output.dump(2) << '\n';
+    // Canonical, so what is printed is exactly what the digests cover (big integers included).
+    std::cout << aios::canonical_json(output) << '\n';
     return 0;
   } catch (const aios::Error& error) {
     std::fprintf(stderr, "%s\n", error.code().c_str());

@@ -61,6 +61,12 @@ def fixed_values():
     yield "uint64_max", 2**64 - 1
     yield "int_2_63", 2**63
     yield "int_boundaries", [2**31 - 1, -(2**31), 2**32, 2**53, 2**53 + 1, -(2**53) - 1]
+    # Past 64 bits Python's int stays exact; nlohmann alone would round these to doubles.
+    yield "int_2_64", 2**64
+    yield "int_below_int64_min", -(2**63) - 1
+    yield "int_big_mixed", {"n": [2**64, -(2**64), 10**40, 2**64 - 1], "f": 2.0**64}
+    yield "int_4300_digits", 10**4299
+    yield "int_neg_4300_digits", -(10**4299) + 1
     floats = {
         "0_1": 0.1, "1_5": 1.5, "neg_zero": -0.0, "zero": 0.0, "one": 1.0, "neg_one": -1.0,
         "1e15": 1e15, "1e16": 1e16, "9_99e15": 9999999999999998.0, "1e17": 1e17,
@@ -136,6 +142,11 @@ def cases():
         yield f"random_float_{i}", repr(random_float(rng))
     for i in range(200):
         yield f"random_value_{i}", json.dumps(random_value(rng, 0), ensure_ascii=i % 2 == 0)
+    # A stream of its own, so the cases above keep their values.
+    big = random.Random(SEED + 1)
+    for i in range(50):
+        magnitude = big.randint(2**64, 10 ** big.randint(20, 120))
+        yield f"random_big_int_{i}", json.dumps([magnitude * big.choice([-1, 1]), i])
 
 
 def main():
