@@ -168,7 +168,8 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   const std::string backend_name(name);
   if (!is_backend_name(backend_name)) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_UNSUPPORTED);
   struct stat info {};
-  if (::lstat(config_root.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+  if (::lstat(executor::files::as_pathlib(config_root).c_str(), &info) == 0 &&
+      S_ISLNK(info.st_mode)) {
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, "config root is a symlink");
   }
   const auto read = executor::files::read_file(
@@ -176,11 +177,12 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   if (read.status != executor::files::ReadStatus::ok) {
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, backend_name);
   }
-  const json value = parse_json(read.content);
-  if (!value.is_object() || value.value("schema", json()) != json(kBackendSchema)) {
+  using Ordered = nlohmann::ordered_json;
+  const Ordered value = parse_json_ordered(read.content);
+  if (!value.is_object() || value.value("schema", Ordered()) != Ordered(kBackendSchema)) {
     config_invalid("schema");
   }
-  if (value.value("backend", json()) != json(backend_name)) config_invalid("backend");
+  if (value.value("backend", Ordered()) != Ordered(backend_name)) config_invalid("backend");
   for (const auto& [key, item] : value.items()) {
     static const std::set<std::string> kKeys = {
         "schema",          "backend",          "protocol",    "argv",
@@ -191,7 +193,7 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   Backend backend;
   backend.profile.runtime = backend_name;
   executor::load_profile_argv(value, executable_roots, backend.profile);
-  const auto protocol = value.value("protocol", json("runtime-result"));
+  const auto protocol = value.value("protocol", Ordered("runtime-result"));
   if (protocol == "runtime-result") {
     backend.protocol = Protocol::runtime_result;
   } else if (protocol == "openclaw-agent-exec") {

@@ -11,26 +11,6 @@ namespace {
 
 constexpr std::size_t kNoMatch = std::string_view::npos;
 
-// Python's re.IGNORECASE on str: a pattern letter matches both ASCII cases plus the few
-// code points whose simple case mapping reaches it (checked against CPython 3.11 for every
-// letter of SENSITIVE_RE).
-bool folds_to(char32_t c, char letter) {
-  const auto lower = static_cast<char32_t>(letter);
-  if (c == lower) return true;
-  if (letter < 'a' || letter > 'z') return false;
-  if (c == lower - 0x20) return true;
-  switch (letter) {
-    case 'i':
-      return c == 0x130 || c == 0x131;
-    case 's':
-      return c == 0x17F;
-    case 'k':
-      return c == 0x212A;
-    default:
-      return false;
-  }
-}
-
 // The matcher works on valid UTF-8 (sanitize_text decodes with replacement first), so
 // every decode below yields a whole code point.
 class Matcher {
@@ -63,16 +43,11 @@ class Matcher {
   utf8::Decoded at(std::size_t pos) const { return utf8::decode(text_, pos); }
 
   bool literal(std::size_t& pos, char letter) const {
-    if (pos >= text_.size()) return false;
-    const utf8::Decoded d = at(pos);
-    if (!folds_to(d.code_point, letter)) return false;
-    pos += d.length;
-    return true;
+    return utf8::match_ignore_case(text_, pos, std::string_view(&letter, 1));
   }
 
   bool word(std::size_t& pos, std::string_view letters) const {
-    return std::all_of(letters.begin(), letters.end(),
-                       [&](char letter) { return literal(pos, letter); });
+    return utf8::match_ignore_case(text_, pos, letters);
   }
 
   // \s*[:=]

@@ -54,6 +54,39 @@ Decoded decode(std::string_view text, std::size_t pos) {
   return {code_point, length, true};
 }
 
+namespace {
+
+bool folds_to(char32_t c, char letter) {
+  const auto lower = static_cast<char32_t>(letter);
+  if (c == lower) return true;
+  if (letter < 'a' || letter > 'z') return false;
+  if (c == lower - 0x20) return true;
+  switch (letter) {
+    case 'i':
+      return c == 0x130 || c == 0x131;
+    case 's':
+      return c == 0x17F;
+    case 'k':
+      return c == 0x212A;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool match_ignore_case(std::string_view text, std::size_t& pos, std::string_view word) {
+  std::size_t at = pos;
+  for (const char letter : word) {
+    if (at >= text.size()) return false;
+    const Decoded d = decode(text, at);
+    if (!d.valid || !folds_to(d.code_point, letter)) return false;
+    at += d.length;
+  }
+  pos = at;
+  return true;
+}
+
 bool is_python_space(char32_t code_point) {
   struct Range {
     char32_t first;

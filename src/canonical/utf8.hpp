@@ -27,6 +27,12 @@ Decoded decode(std::string_view text, std::size_t pos);
 // True for exactly the code points where Python's str.isspace() (and re's \s) is true.
 bool is_python_space(char32_t code_point);
 
+// Python's re.IGNORECASE on str for an ASCII `word` at text[pos]: each letter matches both
+// ASCII cases and the code points whose simple case mapping reaches it (U+0130 and U+0131 for
+// i, U+017F for s, U+212A for k; checked against CPython 3.11 for every letter); anything else
+// only itself. On a match `pos` moves past it; otherwise it is left where it was.
+bool match_ignore_case(std::string_view text, std::size_t& pos, std::string_view word);
+
 // Appends the UTF-8 encoding of a valid scalar value.
 void append(std::string& out, char32_t code_point);
 

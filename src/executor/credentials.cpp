@@ -103,7 +103,8 @@ std::vector<std::pair<std::string, std::string>> project_credentials(
     refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_MISSING);
   }
   struct stat info {};
-  if (::lstat(credentials_directory->c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+  if (::lstat(files::as_pathlib(*credentials_directory).c_str(), &info) != 0 ||
+      !S_ISDIR(info.st_mode)) {
     refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID);
   }
   for (const auto& binding : profile.credential_env) {

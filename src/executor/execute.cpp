@@ -1,6 +1,7 @@
 // execute_request of the seed: one request file in, one sealed result file out.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <system_error>
 
@@ -61,6 +62,14 @@ std::vector<std::string> argv_with_files(const RuntimeProfile& profile, const fs
   }
   if (profile.output_mode == OutputMode::file_json && !mentions(profile.argv, "{output_json}")) {
     throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_PLACEHOLDER_REQUIRED);
+  }
+  // execve would end the item at the NUL, so the agent would run on a prompt cut short. Profile
+  // items and our paths hold none, so only {prompt} can bring one.
+  const auto holds_nul = [](const std::string& item) {
+    return item.find('\0') != std::string::npos;
+  };
+  if (std::any_of(argv.begin(), argv.end(), holds_nul)) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_PROMPT_NUL_INVALID);
   }
   return argv;
 }

@@ -187,6 +187,21 @@ void remove_beneath(const std::filesystem::path& root, const std::filesystem::pa
   }
 }
 
+std::filesystem::path as_pathlib(const std::filesystem::path& path) {
+  std::string text = path.string();
+  while (text.size() > 1) {
+    if (text.back() == '/') {
+      text.pop_back();
+    } else if (text.ends_with("/.")) {
+      text.resize(text.size() - 2);
+    } else {
+      break;
+    }
+  }
+  if (text.empty()) text = "/";
+  return text;
+}
+
 bool is_regular_file(const std::filesystem::path& path) {
   struct stat info {};
   return ::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);

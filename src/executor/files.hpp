@@ -41,6 +41,11 @@ void write_beneath(const std::filesystem::path& root, const std::filesystem::pat
 // Unlinks the file `relative`; throws std::system_error (ENOENT when it is missing).
 void remove_beneath(const std::filesystem::path& root, const std::filesystem::path& relative);
 
+// `path` as Python's pathlib.Path spells it: without trailing "/" and "/." (kept as "/" for the
+// root), so an lstat of the result sees a symlink the seed's is_symlink() sees, where
+// lstat("link/") would follow it.
+std::filesystem::path as_pathlib(const std::filesystem::path& path);
+
 // True when `path` itself (not a symlink's target) is a regular file / exists at all.
 bool is_regular_file(const std::filesystem::path& path);
 bool exists(const std::filesystem::path& path);

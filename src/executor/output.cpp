@@ -124,7 +124,8 @@ ParsedOutput parse_output(const RuntimeProfile& profile, const std::string& stdo
     json value = parse_json(text);
     if (value.is_discarded()) throw Error(ErrorCode::EXTERNAL_AGENT_OUTPUT_JSON_INVALID);
     redact_strings(value, secrets);
-    parsed.json = std::move(value);
+    // The seed writes output_json only when the parsed value is not None.
+    if (!value.is_null()) parsed.json = std::move(value);
   }
   parsed.text = bounded_text(text, limit);
   return parsed;

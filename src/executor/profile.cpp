@@ -20,7 +20,9 @@ namespace aios::executor {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
+// Ordered, so environment and credential_env entries are checked in document order as the
+// seed's dict iteration checks them, and the first bad entry's code wins.
+using json = nlohmann::ordered_json;
 
 [[noreturn]] void refuse(ErrorCode code) {
   throw Error(code);
@@ -66,16 +68,7 @@ std::optional<long long> integer_field(const json& value, long long fallback) {
     if (!std::isfinite(number) || std::abs(number) > 1e15) return std::nullopt;
     return static_cast<long long>(number);
   }
-  if (value.is_string()) {
-    const std::string text(python_strip(value.get_ref<const std::string&>()));
-    if (text.empty() || text.size() > 18) return std::nullopt;
-    std::size_t start = (text.front() == '-' || text.front() == '+') ? 1 : 0;
-    if (start == text.size()) return std::nullopt;
-    for (std::size_t i = start; i < text.size(); ++i) {
-      if (text[i] < '0' || text[i] > '9') return std::nullopt;
-    }
-    return std::strtoll(text.c_str(), nullptr, 10);
-  }
+  if (value.is_string()) return python_int(value.get_ref<const std::string&>());
   return std::nullopt;
 }
 
@@ -308,12 +301,12 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
                             const std::vector<fs::path>& executable_roots) {
   const std::string runtime = rules::safe_runtime(json(runtime_name));
   struct stat info {};
-  if (::lstat(profile_root.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+  if (::lstat(files::as_pathlib(profile_root).c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
     refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
   }
   const auto read = files::read_file(profile_root / (runtime + ".json"), kMaxProfileBytes);
   if (read.status != files::ReadStatus::ok) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
-  const json value = parse_json(read.content);
+  const json value = parse_json_ordered(read.content);
   if (!value.is_object() || value.value("schema", json()) != json(kProfileSchema)) {
     refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
   }

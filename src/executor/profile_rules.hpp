@@ -13,10 +13,11 @@ namespace aios::executor {
 // Reads argv of `value` into `profile` by the seed's rules (allowlisted executable, no shell,
 // no secret argument, node only with a script); then, after the caller's modes,
 // load_profile_limits reads timeout_seconds, max_output_bytes, environment and credential_env.
-// Both throw the EXTERNAL_AGENT_* code of the first rule that fails.
-void load_profile_argv(const nlohmann::json& value,
+// Both throw the EXTERNAL_AGENT_* code of the first rule that fails, taking object members in
+// document order (parse_json_ordered), as the seed's dict iteration does.
+void load_profile_argv(const nlohmann::ordered_json& value,
                        const std::vector<std::filesystem::path>& executable_roots,
                        RuntimeProfile& profile);
-void load_profile_limits(const nlohmann::json& value, RuntimeProfile& profile);
+void load_profile_limits(const nlohmann::ordered_json& value, RuntimeProfile& profile);
 
 }  // namespace aios::executor

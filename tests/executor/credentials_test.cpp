@@ -74,6 +74,12 @@ TEST_F(Credentials, DirectoryAndFileMustBeSafe) {
   EXPECT_EQ(code(dir_ / "absent"), "EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID");
   std::filesystem::create_directory_symlink(credentials(), dir_ / "linked");
   EXPECT_EQ(code(dir_ / "linked"), "EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID");
+  // As pathlib spells "linked/" and "linked/.": the link itself, refused as the seed refuses it.
+  for (const std::string tail : {"/", "/.", "//"}) {
+    EXPECT_EQ(code((dir_ / "linked").string() + tail),
+              "EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID")
+        << tail;
+  }
   EXPECT_EQ(code(credentials()), "EXTERNAL_AGENT_CREDENTIAL_FILE_INVALID");
   write_text_file(dir_ / "real.env", "ONEAPI_REGULAR_TOKEN=x\n");
   std::filesystem::create_symlink(dir_ / "real.env", credentials() / "provider.env");
@@ -137,6 +143,19 @@ TEST(OwnEnvironment, SecretLookingVariablesAreRefused) {
     EXPECT_EQ(failure_text(error), "EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED:A_SECRET,B_TOKEN");
   }
   EXPECT_NO_THROW(assert_no_secret_environment({"PATH=/usr/bin", "AUTHORIZATION_MODE="}));
+  // Python's key.upper() turns U+00DF into "SS" and U+017F into "S"; U+00E9 stays a letter of
+  // its own, so it spells no marker.
+  try {
+    assert_no_secret_environment({"DB_PA\xC3\x9FWORD=1",
+                                  "\xC5\xBF"
+                                  "ECRET=2",
+                                  "TOK\xC3\xA9N=3"});
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_EQ(failure_text(error),
+              "EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED:DB_PA\xC3\x9FWORD,\xC5\xBF"
+              "ECRET");
+  }
 }
 
 }  // namespace

@@ -106,6 +106,39 @@ TEST_F(ExecutorTest, PromptPlaceholderIsRootOwned) {
   EXPECT_FALSE(result.contains("output_json"));
 }
 
+// Given integers past 64 bits in the payload's constraints, as the seed's json.loads keeps them,
+// the prompt should carry them digit for digit (the expected text is Python's json.dumps of the
+// same constraints), the canonical payload on stdin too, and the request digest should cover
+// them; an integer past 64 bits in the child's JSON output should stay exact in output_json.
+TEST_F(ExecutorTest, IntegersPast64BitsStayExactThroughPromptDigestAndOutput) {
+  const auto helper = write_script("big_helper.py",
+                                   "import json,sys\n"
+                                   "text=sys.stdin.read()\n"
+                                   "print(json.dumps({'stdin':text,'big':-2**70}))\n");
+  auto payload = default_payload();
+  payload["constraints"] = parse_json(R"({"n":18446744073709551616,"m":-9223372036854775809})");
+  const auto request = request_value("hermes", payload);
+  auto profile = python_profile("hermes", helper);
+
+  profile["input_mode"] = "stdin_text";
+  const auto prompted = run(profile, request);
+  EXPECT_NE(prompted["output_json"]["stdin"].get<std::string>().find(
+                "Constraints:\n{\"m\": -9223372036854775809, \"n\": 18446744073709551616}\n"),
+            std::string::npos)
+      << prompted["output_json"]["stdin"];
+  EXPECT_EQ(exact_integer_text(prompted["output_json"]["big"]), "-1180591620717411303424");
+  EXPECT_EQ(prompted["request_sha256"], digest(validate_request(request)));
+  EXPECT_NE(canonical_json(validate_request(request)).find(R"("n":18446744073709551616)"),
+            std::string::npos);
+  // The sealed file holds the digits too, and reads back as the same value.
+  const auto stored = read_text_file(result_path());
+  EXPECT_NE(stored.find(R"("big":-1180591620717411303424)"), std::string::npos);
+  EXPECT_EQ(parse_json(stored), prompted);
+
+  profile["input_mode"] = "stdin_json";
+  EXPECT_EQ(run(profile, request)["output_json"]["stdin"], canonical_json(payload));
+}
+
 // Given each input mode, the child should get the prompt text, the canonical payload on
 // stdin, or the payload in the {input_json} file with stdin empty.
 TEST_F(ExecutorTest, EachInputModeDeliversItsInput) {
@@ -286,8 +319,56 @@ TEST_F(ExecutorTest, RequestFileRefusals) {
   EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_JSON_INVALID");
   write_text_file(request_path(), "[]");
   EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_SCHEMA_INVALID");
+  // json.loads(raw.decode("utf-8")) refuses a byte-order mark, as the seed does.
+  write_text_file(request_path(), "\xEF\xBB\xBF" + canonical_json(request_value("hermes")));
+  EXPECT_EQ(code(), "EXTERNAL_AGENT_REQUEST_JSON_INVALID");
   write_request(request_value("hermes"));
   EXPECT_EQ(code(), "OK");
+}
+
+// Given output that starts with a byte-order mark, either JSON mode should refuse it as the seed
+// does; given JSON output `null`, the result should carry no output_json, as the seed's does.
+TEST_F(ExecutorTest, JsonOutputWithAByteOrderMarkIsRefusedAndNullIsOmitted) {
+  auto profile = python_profile(
+      "hermes", write_script("bom.py",
+                             "import sys\n"
+                             "data='\\ufeff{\"a\": 1}'\n"
+                             "open(sys.argv[1],'w').write(data) if len(sys.argv)>1 else None\n"
+                             "sys.stdout.write(data)\n"));
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_OUTPUT_JSON_INVALID");
+  profile["output_mode"] = "file_json";
+  profile["argv"] = {"/usr/bin/python3", (dir_ / "bom.py").string(), "{output_json}"};
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_OUTPUT_JSON_INVALID");
+
+  profile = python_profile("hermes", write_script("null.py", "print('null')\n"));
+  const auto result = run(profile, request_value("hermes"));
+  EXPECT_FALSE(result.contains("output_json")) << result;
+  EXPECT_EQ(result["output_text"], "null\n");
+  EXPECT_EQ(result["result_sha256"], result_digest(result));
+}
+
+// Given a goal holding NUL and a profile that passes {prompt} in argv, we should refuse with a
+// code of its own before anything runs, where execve would silently cut the prompt short; on
+// stdin the same prompt is delivered whole.
+TEST_F(ExecutorTest, APromptHoldingNulIsNeverCutIntoArgv) {
+  const auto marker = dir_ / "ran";
+  const auto helper = write_script(
+      "argv_helper.py", "import json,sys\nopen('" + marker.string() +
+                            "','w').write('x')\nprint(json.dumps({'stdin':sys.stdin.read()}))\n");
+  auto payload = default_payload();
+  payload["goal"] = std::string("first\0second", 12);
+  const auto request = request_value("hermes", payload);
+  json profile = {{"schema", kProfileSchema},
+                  {"runtime", "hermes"},
+                  {"argv", {"/usr/bin/python3", helper.string(), "{prompt}"}},
+                  {"input_mode", "stdin_json"},
+                  {"output_mode", "stdout_json"}};
+  EXPECT_EQ(failure(profile, request), "EXTERNAL_AGENT_PROMPT_NUL_INVALID");
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  profile["argv"] = {"/usr/bin/python3", helper.string()};
+  profile["input_mode"] = "stdin_text";
+  const auto stdin_text = run(profile, request)["output_json"]["stdin"].get<std::string>();
+  EXPECT_NE(stdin_text.find(std::string("first\0second", 12)), std::string::npos);
 }
 
 // Given file modes without their placeholders, we should refuse before running anything.

@@ -59,6 +59,24 @@ TEST_F(ProfileRules, EachRuleHasItsCode) {
       {"secret arg spaced",
        {{"argv", {"/usr/bin/python3", "TOKEN", ":x"}}},
        "EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY"},
+      // Python's re.IGNORECASE folds these into the ASCII letters of the seed's pattern.
+      {"secret arg kelvin sign",
+       {{"argv",
+         {"/usr/bin/python3",
+          "--to\xE2\x84\xAA"
+          "en=abc"}}},
+       "EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY"},
+      {"secret arg long s",
+       {{"argv", {"/usr/bin/python3", "--pa\xC5\xBF\xC5\xBFword=x"}}},
+       "EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY"},
+      {"secret arg dotless i",
+       {{"argv", {"/usr/bin/python3", "authorizat\xC4\xB1on:x"}}},
+       "EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY"},
+      {"secret arg unicode space",
+       {{"argv", {"/usr/bin/python3", "api-key\xE3\x80\x80=x"}}},
+       "EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY"},
+      // ... but no other letter: an accented e is not e.
+      {"accented arg", {{"argv", {"/usr/bin/python3", "--tok\xC3\xA9n=abc"}}}, "OK"},
       {"input mode", {{"input_mode", "argv"}}, "EXTERNAL_AGENT_INPUT_MODE_INVALID"},
       {"output mode", {{"output_mode", "stderr"}}, "EXTERNAL_AGENT_OUTPUT_MODE_INVALID"},
       {"default modes", {{"input_mode", nullptr}, {"output_mode", ""}}, "OK"},
@@ -67,6 +85,16 @@ TEST_F(ProfileRules, EachRuleHasItsCode) {
       {"timeout negative", {{"timeout_seconds", -1}}, "EXTERNAL_AGENT_TIMEOUT_INVALID"},
       {"timeout text", {{"timeout_seconds", "soon"}}, "EXTERNAL_AGENT_TIMEOUT_INVALID"},
       {"timeout numeric text", {{"timeout_seconds", "60"}}, "OK"},
+      // Python's int() of a string: underscores, leading zeros, any script's decimal digits.
+      {"timeout python int text", {{"timeout_seconds", " 0000000000000000000060 "}}, "OK"},
+      {"timeout underscores", {{"timeout_seconds", "1_0"}}, "OK"},
+      {"timeout fullwidth digits", {{"timeout_seconds", "\xEF\xBC\x96\xEF\xBC\x90"}}, "OK"},
+      {"timeout huge text",
+       {{"timeout_seconds", std::string(40, '9')}},
+       "EXTERNAL_AGENT_TIMEOUT_INVALID"},
+      {"timeout huge integer",
+       {{"timeout_seconds", parse_json("123456789012345678901234567890")}},
+       "EXTERNAL_AGENT_TIMEOUT_INVALID"},
       {"output low", {{"max_output_bytes", 1023}}, "EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID"},
       {"output high", {{"max_output_bytes", 131073}}, "EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID"},
       {"env list", {{"environment", json::array()}}, "EXTERNAL_AGENT_PROFILE_ENVIRONMENT_INVALID"},
@@ -132,6 +160,44 @@ TEST_F(ProfileRules, EachRuleHasItsCode) {
   write_text_file(profiles() / "hermes.json", "{not json");
   EXPECT_EQ(code_of([&] { load_profile("hermes", profiles(), default_executable_roots()); }),
             "EXTERNAL_AGENT_PROFILE_INVALID");
+  // The seed's json.loads(path.read_text()) refuses a byte-order mark before a valid profile.
+  write_text_file(profiles() / "hermes.json", "\xEF\xBB\xBF" + valid().dump());
+  EXPECT_EQ(code_of([&] { load_profile("hermes", profiles(), default_executable_roots()); }),
+            "EXTERNAL_AGENT_PROFILE_INVALID");
+}
+
+// Given two bad entries in one environment or credential_env, the first in the file should
+// decide the code, as the seed's `for name, value in value.items()` does (each expected code
+// is the seed's for that exact text; sorted order would give the other one).
+TEST_F(ProfileRules, EntriesAreCheckedInDocumentOrder) {
+  const std::string head =
+      R"({"schema":"aios.external-agent-runtime.profile.v1","runtime":"hermes",)"
+      R"("argv":["/usr/bin/python3","-V"],)";
+  const struct {
+    const char* entries;
+    const char* code;
+  } cases[] = {
+      {R"("environment":{"lower":"x","LD_PRELOAD":"x"})",
+       "EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_INVALID"},
+      {R"("environment":{"LD_PRELOAD":"x","lower":"x"})",
+       "EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_DENY"},
+      {R"("environment":{"MARKER":1,"A_TOKEN":"x"})",
+       "EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_INVALID"},
+      {R"("environment":{"A_TOKEN":"x","MARKER":1})", "EXTERNAL_AGENT_PROFILE_SECRET_ENV_DENY"},
+      {R"("environment":{"PATH":"x","A b":"y"})", "EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_DENY"},
+      {R"("environment":{"Z_BAD":"a\nb","A_TOKEN":"x"})",
+       "EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_INVALID"},
+      {R"("credential_env":{"ZZZ_KEY":{},"OPENAI_API_KEY":"file"})",
+       "EXTERNAL_AGENT_CREDENTIAL_ENV_NAME_DENY"},
+      {R"("credential_env":{"OPENAI_API_KEY":"file","ZZZ_KEY":{}})",
+       "EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID"},
+  };
+  for (const auto& c : cases) {
+    write_text_file(profiles() / "hermes.json", head + c.entries + "}");
+    EXPECT_EQ(code_of([&] { load_profile("hermes", profiles(), default_executable_roots()); }),
+              c.code)
+        << c.entries;
+  }
 }
 
 // Given the shell refusal the seed tests, python3 -c should be refused.
@@ -168,6 +234,15 @@ TEST_F(ProfileRules, ProfileFilesAreNeverFollowed) {
   std::filesystem::create_directory_symlink(profiles(), dir_ / "linked");
   EXPECT_EQ(code_of([&] { load_profile("hermes", dir_ / "linked", roots); }),
             "EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY");
+  // pathlib drops a trailing "/" or "/." where lstat would follow the link through it.
+  for (const std::string tail : {"/", "//", "/.", "/./"}) {
+    EXPECT_EQ(code_of([&] { load_profile("hermes", (dir_ / "linked").string() + tail, roots); }),
+              "EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY")
+        << tail;
+  }
+  // The real directory with a trailing slash passes the root check (its profile is too large).
+  EXPECT_EQ(code_of([&] { load_profile("hermes", profiles().string() + "/", roots); }),
+            "EXTERNAL_AGENT_PROFILE_UNAVAILABLE");
   EXPECT_EQ(code_of([&] { load_profile("../hermes", profiles(), roots); }),
             "EXTERNAL_AGENT_RUNTIME_UNSUPPORTED");
 }
