@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ class Error : public std::exception {
   static Error remote(std::string code, int http_status);
 
   const std::string& code() const noexcept { return code_; }
+  // True when the code is `code`'s wire spelling (a remote code spelled the same counts too).
+  bool is(ErrorCode code) const noexcept;
+  bool is_any(std::initializer_list<ErrorCode> codes) const noexcept;
   int http_status() const noexcept { return http_status_; }
   const std::string& detail() const noexcept { return detail_; }
   const char* what() const noexcept override { return code_.c_str(); }

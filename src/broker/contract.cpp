@@ -171,7 +171,7 @@ json validate_request(const json& value) {
   try {
     if (envelope::normalize_agent_runtime_input(input) != input) invalid_request();
   } catch (const Error& error) {
-    if (error.code() == "RUNTIME_BROKER_REQUEST_INVALID") throw;
+    if (error.is(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID)) throw;
     throw Error(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID, error.code());
   }
   return value;

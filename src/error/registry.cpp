@@ -40,4 +40,15 @@ Error Error::remote(std::string code, int http_status) {
   return Error(std::move(code), http_status, {});
 }
 
+bool Error::is(ErrorCode code) const noexcept {
+  return code_ == error_info(code).wire;
+}
+
+bool Error::is_any(std::initializer_list<ErrorCode> codes) const noexcept {
+  for (const ErrorCode code : codes) {
+    if (is(code)) return true;
+  }
+  return false;
+}
+
 }  // namespace aios

@@ -91,8 +91,8 @@ std::string result_digest(const json& result) {
 
 std::string failure_text(const Error& error) {
   std::string text = error.code();
-  if (error.code() == "EXTERNAL_AGENT_PROCESS_FAILED" ||
-      error.code() == "EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED") {
+  if (error.is_any({ErrorCode::EXTERNAL_AGENT_PROCESS_FAILED,
+                    ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED})) {
     text += ":" + error.detail();
   }
   return sanitize_text(text);

@@ -227,13 +227,13 @@ std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
     } catch (const Error& error) {
       // The claim is the security oracle for one candidate at a time: a refusal that concerns
       // this task moves on to the next; one that concerns the worker ends the attempt.
-      if (error.code() == "TASK_NOT_CLAIMABLE" || error.code() == "TASK_REVISION_CONFLICT" ||
-          error.code() == "FLEET_TASK_QUARANTINED" ||
-          error.code() == "TASK_EXECUTION_DIGEST_MISMATCH") {
+      if (error.is_any({ErrorCode::TASK_NOT_CLAIMABLE, ErrorCode::TASK_REVISION_CONFLICT,
+                        ErrorCode::FLEET_TASK_QUARANTINED,
+                        ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH})) {
         continue;
       }
-      if (error.code() == "FLEET_WORKER_CAPACITY_EXHAUSTED" ||
-          error.code() == "FLEET_WORKER_CIRCUIT_OPEN") {
+      if (error.is_any(
+              {ErrorCode::FLEET_WORKER_CAPACITY_EXHAUSTED, ErrorCode::FLEET_WORKER_CIRCUIT_OPEN})) {
         return std::nullopt;
       }
       throw;

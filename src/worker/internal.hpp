@@ -120,7 +120,7 @@ nlohmann::json await_in_slices(RunContext& run, const std::string& stage,
       return wait(
           std::max(std::chrono::milliseconds(1), std::min(left, run.config.heartbeat_interval)));
     } catch (const Error& error) {
-      if (error.code() != "EXTERNAL_AGENT_EXCHANGE_TIMEOUT" || run.heartbeat.lost() ||
+      if (!error.is(ErrorCode::EXTERNAL_AGENT_EXCHANGE_TIMEOUT) || run.heartbeat.lost() ||
           std::chrono::steady_clock::now() >= deadline) {
         throw;
       }

@@ -19,16 +19,17 @@ namespace {
 using worker::Checkpoint;
 using worker::JsonService;
 
-bool lease_gone(const std::string& code) {
-  return code == "LEASE_INVALID" || code == "LEASE_EXPIRED" || code == "TASK_NOT_CLAIMED" ||
-         code == "ATTEMPT_STALE" || code == "TASK_NOT_FOUND";
+bool lease_gone(const Error& error) {
+  return error.is_any({ErrorCode::LEASE_INVALID, ErrorCode::LEASE_EXPIRED,
+                       ErrorCode::TASK_NOT_CLAIMED, ErrorCode::ATTEMPT_STALE,
+                       ErrorCode::TASK_NOT_FOUND});
 }
 
 // A peer that could not be reached, did not answer in time or was too busy: the step may or may
 // not have happened there, and every step the worker takes is idempotent, so the task is kept.
-bool peer_unavailable(const std::string& code) {
-  return code == "HTTP_UPSTREAM_UNAVAILABLE" || code == "HTTP_UPSTREAM_TIMEOUT" ||
-         code == "STORE_BUSY";
+bool peer_unavailable(const Error& error) {
+  return error.is_any({ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, ErrorCode::HTTP_UPSTREAM_TIMEOUT,
+                       ErrorCode::STORE_BUSY});
 }
 
 // A refusal code as the Task API's failure_class (^[A-Za-z0-9][A-Za-z0-9_]{2,63}$).
@@ -189,7 +190,8 @@ class Worker::Impl {
       log::info("TASK_RESUMED", {{"task_id", checkpoint.task_id}, {"phase", checkpoint.phase}});
       return work(task.at("metadata").at("execution"), checkpoint);
     }
-    if (reply.value("error", "") == "TASK_NOT_FOUND" || checkpoint.phase == "result_submitted") {
+    if (reply.value("error", "") == error_info(ErrorCode::TASK_NOT_FOUND).wire ||
+        checkpoint.phase == "result_submitted") {
       checkpoints_.remove(checkpoint.task_id);
       return std::nullopt;
     }
@@ -238,11 +240,11 @@ class Worker::Impl {
       log::info("TASK_RESULT_SUBMITTED", {{"task_id", task_id}, {"attempt", checkpoint.attempt}});
       return {task_id, "SUBMITTED", result.value("status", "")};
     } catch (const Error& error) {
-      if (lease_gone(error.code()) || heartbeat.lost()) {
+      if (lease_gone(error) || heartbeat.lost()) {
         log::warn("TASK_LEASE_LOST", {{"task_id", task_id}, {"error", error.code()}});
         return {task_id, "LOST_LEASE", error.code()};
       }
-      if (peer_unavailable(error.code())) {
+      if (peer_unavailable(error)) {
         // Nothing is released and the checkpoint stays: run() takes the task up again from
         // its last durable phase once the peer answers.
         log::warn("TASK_INTERRUPTED",
@@ -254,9 +256,8 @@ class Worker::Impl {
           {"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}};
       // The worker's own file work or its sandbox service failed: which path and why is what the
       // operator needs.
-      if (error.code() == "WORKER_WORKSPACE_FAILED" ||
-          error.code() == "ENGINEERING_WORKTREE_FAILED" ||
-          error.code() == "SANDBOX_SERVICE_UNAVAILABLE") {
+      if (error.is_any({ErrorCode::WORKER_WORKSPACE_FAILED, ErrorCode::ENGINEERING_WORKTREE_FAILED,
+                        ErrorCode::SANDBOX_SERVICE_UNAVAILABLE})) {
         fields["detail"] = bounded_text(error.detail(), 512);
       }
       log::warn("TASK_FAILED", fields);

@@ -31,6 +31,12 @@ TEST(ErrorRegistry, EveryCodeIsWellFormed) {
     EXPECT_STREQ(error.what(), std::string(info.wire).c_str());
     EXPECT_EQ(error.http_status(), info.http_status);
     EXPECT_EQ(error.detail(), "detail");
+    EXPECT_TRUE(error.is(info.code));
+    EXPECT_TRUE(error.is_any({ErrorCode::INTERNAL_ERROR, info.code}));
+    const auto other = info.code == ErrorCode::INTERNAL_ERROR ? ErrorCode::REQUEST_INVALID
+                                                              : ErrorCode::INTERNAL_ERROR;
+    EXPECT_FALSE(error.is(other));
+    EXPECT_FALSE(error.is_any({other}));
   }
   EXPECT_EQ(find_error("NOT_A_REGISTERED_CODE"), nullptr);
 }
@@ -41,6 +47,9 @@ TEST(ErrorRegistry, RemoteCodesAreKeptVerbatim) {
   EXPECT_EQ(error.code(), "EXECUTION_PLAN_NOT_REGISTERED");
   EXPECT_EQ(error.http_status(), 409);
   EXPECT_TRUE(error.detail().empty());
+  // A peer's code compares equal to ours by its spelling.
+  EXPECT_TRUE(error.is(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED));
+  EXPECT_FALSE(Error::remote("SOMETHING_ELSE", 409).is(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED));
 }
 
 // Given docs/errors.md, it should list exactly the registry's codes with the same statuses.
