@@ -167,9 +167,7 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
                      const std::vector<fs::path>& executable_roots) {
   const std::string backend_name(name);
   if (!is_backend_name(backend_name)) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_UNSUPPORTED);
-  struct stat info {};
-  if (::lstat(executor::files::as_pathlib(config_root).c_str(), &info) == 0 &&
-      S_ISLNK(info.st_mode)) {
+  if (executor::files::is_symlink(config_root)) {
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, "config root is a symlink");
   }
   const auto read = executor::files::read_file(

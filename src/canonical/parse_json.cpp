@@ -156,7 +156,8 @@ Document parse_bounded(std::string_view text, std::size_t max_depth) {
   if (found.too_deep) throw Error(ErrorCode::JSON_NESTING_TOO_DEEP);
   const Document discarded(Document::value_t::discarded);
   // nlohmann skips a UTF-8 byte-order mark; json.loads of the decoded str refuses it, and the
-  // seed decodes every file and body to str before it parses.
+  // seed decodes every file and body to str before it parses. (Checked after the scan, so a
+  // deep document is JSON_NESTING_TOO_DEEP whatever its first bytes.)
   if (found.too_long || text.starts_with(kByteOrderMark)) return discarded;
   Document root;
   ExactIntegerDom<Document> dom(root, found.exact);

@@ -1,7 +1,6 @@
 // _credential_environment and _assert_no_secret_env of the seed: the one provider credential the
 // profile names is read from systemd's credential directory; the executor's own environment must
 // not carry secrets.
-#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -102,9 +101,7 @@ std::vector<std::pair<std::string, std::string>> project_credentials(
   if (!credentials_directory || !credentials_directory->is_absolute()) {
     refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_MISSING);
   }
-  struct stat info {};
-  if (::lstat(files::as_pathlib(*credentials_directory).c_str(), &info) != 0 ||
-      !S_ISDIR(info.st_mode)) {
+  if (!files::is_real_directory(*credentials_directory)) {
     refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID);
   }
   for (const auto& binding : profile.credential_env) {

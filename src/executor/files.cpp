@@ -187,7 +187,9 @@ void remove_beneath(const std::filesystem::path& root, const std::filesystem::pa
   }
 }
 
-std::filesystem::path as_pathlib(const std::filesystem::path& path) {
+namespace {
+
+std::string as_pathlib(const std::filesystem::path& path) {
   std::string text = path.string();
   while (text.size() > 1) {
     if (text.back() == '/') {
@@ -200,6 +202,18 @@ std::filesystem::path as_pathlib(const std::filesystem::path& path) {
   }
   if (text.empty()) text = "/";
   return text;
+}
+
+}  // namespace
+
+bool is_symlink(const std::filesystem::path& path) {
+  struct stat info {};
+  return ::lstat(as_pathlib(path).c_str(), &info) == 0 && S_ISLNK(info.st_mode);
+}
+
+bool is_real_directory(const std::filesystem::path& path) {
+  struct stat info {};
+  return ::lstat(as_pathlib(path).c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
 bool is_regular_file(const std::filesystem::path& path) {

@@ -41,10 +41,11 @@ void write_beneath(const std::filesystem::path& root, const std::filesystem::pat
 // Unlinks the file `relative`; throws std::system_error (ENOENT when it is missing).
 void remove_beneath(const std::filesystem::path& root, const std::filesystem::path& relative);
 
-// `path` as Python's pathlib.Path spells it: without trailing "/" and "/." (kept as "/" for the
-// root), so an lstat of the result sees a symlink the seed's is_symlink() sees, where
-// lstat("link/") would follow it.
-std::filesystem::path as_pathlib(const std::filesystem::path& path);
+// Python's Path(path).is_symlink(), and "a directory that is not a symlink": both judge `path`
+// as pathlib spells it, without trailing "/" and "/.", because lstat("link/") follows the link
+// and would take a symlinked directory given with a slash for a real one.
+bool is_symlink(const std::filesystem::path& path);
+bool is_real_directory(const std::filesystem::path& path);
 
 // True when `path` itself (not a symlink's target) is a regular file / exists at all.
 bool is_regular_file(const std::filesystem::path& path);

@@ -1,6 +1,5 @@
 // RuntimeProfile.load of the seed: the root-owned profile decides executable, argv, modes,
 // limits, environment and credential mapping; nothing here comes from a task.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -300,10 +299,7 @@ void load_profile_limits(const json& value, RuntimeProfile& profile) {
 RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,
                             const std::vector<fs::path>& executable_roots) {
   const std::string runtime = rules::safe_runtime(json(runtime_name));
-  struct stat info {};
-  if (::lstat(files::as_pathlib(profile_root).c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
-    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
-  }
+  if (files::is_symlink(profile_root)) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
   const auto read = files::read_file(profile_root / (runtime + ".json"), kMaxProfileBytes);
   if (read.status != files::ReadStatus::ok) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
   const json value = parse_json_ordered(read.content);

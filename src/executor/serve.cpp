@@ -195,9 +195,8 @@ struct Server::State {
 };
 
 Server::Server(ServeOptions options) : state_(std::make_unique<State>(std::move(options))) {
-  struct stat info {};
   const auto& root = state_->options.root;
-  if (::lstat(root.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+  if (!files::is_real_directory(root)) {
     throw Error(ErrorCode::EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE, root.string());
   }
   if (state_->options.key.empty()) throw Error(ErrorCode::EXTERNAL_AGENT_EXCHANGE_KEY_INVALID);
