@@ -189,6 +189,18 @@ TEST_F(ExchangeTest, ServerNeedsTheExchangeRootAndTheKey) {
               Server({.root = dir_ / "absent", .execute = options_, .concurrency = 1, .key = key_});
             }),
             "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE");
+  // A symlinked root is refused however it is spelled (lstat("link/") would follow it).
+  std::filesystem::create_directory_symlink(root(), dir_ / "linked_root");
+  for (const std::string tail : {"", "/", "/."}) {
+    EXPECT_EQ(code_of([&] {
+                Server({.root = (dir_ / "linked_root").string() + tail,
+                        .execute = options_,
+                        .concurrency = 1,
+                        .key = key_});
+              }),
+              "EXTERNAL_AGENT_EXCHANGE_UNAVAILABLE")
+        << tail;
+  }
   EXPECT_EQ(code_of([&] {
               Server({.root = root(), .execute = options_, .concurrency = 1, .key = ExchangeKey()});
             }),
