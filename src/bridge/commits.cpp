@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "aios/bridge.hpp"
+#include "aios/envelope.hpp"
 #include "aios/fault.hpp"
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "bridge/internal.hpp"
-#include "envelope/fields.hpp"
 #include "envelope/parts.hpp"
 #include "fleet/internal.hpp"
 

@@ -4,8 +4,8 @@
 
 #include "aios/bridge.hpp"
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "bridge/internal.hpp"
-#include "envelope/fields.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
@@ -47,8 +47,8 @@ std::string task_id_of(const nlohmann::json& body) {
 
 namespace {
 
-const nlohmann::json kEmptyList = nlohmann::json::array();
-const nlohmann::json kEmptyObject = nlohmann::json::object();
+using envelope::kEmptyArray;
+using envelope::kEmptyObject;
 
 // A plan that names no scope may do what the task requires plus the governed write.
 nlohmann::json default_scope(const store::TaskRow& row) {
@@ -77,14 +77,14 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
   db_.write([&](SQLite::Database& db) {
     const auto row = fleet::load_existing_task(db, task_id);
     if (bridge::is_terminal(row.status)) envelope::fail(ErrorCode::TASK_TERMINAL);
-    const auto required = fleet::parse_column(row.required_capabilities_json, bridge::kEmptyList);
+    const auto required = fleet::parse_column(row.required_capabilities_json, bridge::kEmptyArray);
     nlohmann::json request = {
         {"action", "deterministic"},
         {"adapter", "deterministic"},
         {"capability_scope",
          body.contains("capability_scope") ? body["capability_scope"] : bridge::default_scope(row)},
         {"change_set", body["change_set"]},
-        {"verification", envelope::get_or(body, "verification", bridge::kEmptyList)},
+        {"verification", envelope::get_or(body, "verification", bridge::kEmptyArray)},
         {"governance", envelope::get_or(body, "governance", bridge::kEmptyObject)}};
     const auto envelope = project_execution_envelope(bridge::binding_of(row), request, required);
     bridge::check_verification_allowed(envelope, options_.verification_executables);

@@ -6,8 +6,8 @@
 #include "aios/bridge.hpp"
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
+#include "aios/envelope.hpp"
 #include "bridge/internal.hpp"
-#include "envelope/fields.hpp"
 #include "envelope/parts.hpp"
 #include "fleet/internal.hpp"
 

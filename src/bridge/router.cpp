@@ -1,8 +1,8 @@
 #include <optional>
 
 #include "aios/bridge.hpp"
+#include "aios/envelope.hpp"
 #include "aios/log.hpp"
-#include "envelope/fields.hpp"
 
 namespace aios {
 namespace {

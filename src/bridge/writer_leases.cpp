@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "aios/bridge.hpp"
+#include "aios/envelope.hpp"
 #include "bridge/internal.hpp"
-#include "envelope/fields.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {

@@ -8,7 +8,6 @@
 #include "aios/broker.hpp"
 #include "aios/canonical.hpp"
 #include "aios/process.hpp"
-#include "canonical/utf8.hpp"
 #include "executor/exchange_core.hpp"
 #include "executor/files.hpp"
 #include "executor/output.hpp"

@@ -1,10 +1,10 @@
 // Python's str.lower(), from the tables scripts/gen-python-lower.py writes off the interpreter
 // itself (src/canonical/python_lower.inc), so a capability name lowers to the seed's bytes.
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include "aios/canonical.hpp"
-#include "canonical/utf8.hpp"
 
 namespace aios {
 namespace {
@@ -95,6 +95,13 @@ std::string python_lower(std::string_view text) {
       out.append(bytes);
     }
   }
+  return out;
+}
+
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 

@@ -1,7 +1,7 @@
-#include "canonical/utf8.hpp"
-
 #include <algorithm>
 #include <iterator>
+
+#include "aios/canonical.hpp"
 
 namespace aios::utf8 {
 namespace {
@@ -118,6 +118,15 @@ void append(std::string& out, char32_t code_point) {
     out += byte(0x80 | ((code_point >> 6) & 0x3F));
     out += byte(0x80 | (code_point & 0x3F));
   }
+}
+
+bool valid(std::string_view text) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    const Decoded d = decode(text, pos);
+    if (!d.valid) return false;
+    pos += d.length;
+  }
+  return true;
 }
 
 std::string decode_replace(std::string_view bytes) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "aios/canonical.hpp"
 #include "aios/compact_map.hpp"
 #include "aios/error.hpp"
 #include "compact_map/budget.hpp"
@@ -17,13 +18,6 @@ namespace {
 
 // How many symbol references and module paths one contract lists.
 constexpr std::size_t kMaxContractEntries = 8;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool is_source_commit(std::string_view value) {
   return value.size() == 40 && std::all_of(value.begin(), value.end(), [](char c) {
@@ -54,7 +48,7 @@ nlohmann::json contract_map(const std::vector<Symbol>& symbols,
   nlohmann::json result = nlohmann::json::object();
   for (const ContractTerms& contract : contracts) {
     const auto score = [&](const std::string& text) {
-      const std::string haystack = lower(text);
+      const std::string haystack = ascii_lower(text);
       return std::count_if(contract.terms.begin(), contract.terms.end(), [&](std::string_view t) {
         return haystack.find(t) != std::string::npos;
       });

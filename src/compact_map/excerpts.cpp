@@ -10,9 +10,7 @@ namespace aios::compact_map {
 namespace {
 
 std::size_t term_hits(const Symbol& symbol, const std::vector<std::string>& terms) {
-  std::string ref = surface_ref(symbol);
-  std::transform(ref.begin(), ref.end(), ref.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string ref = ascii_lower(surface_ref(symbol));
   return static_cast<std::size_t>(std::count_if(
       terms.begin(), terms.end(), [&](const auto& t) { return ref.find(t) != std::string::npos; }));
 }

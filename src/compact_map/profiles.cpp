@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "aios/canonical.hpp"
 #include "aios/compact_map.hpp"
 #include "aios/error.hpp"
 
@@ -67,13 +68,6 @@ bool is_token_char(char c) {
   return is_ascii_letter(c) || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 bool contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
 }
@@ -107,7 +101,7 @@ std::vector<std::string> signal_tokens(const std::vector<std::string>& source_si
         ++i;
         continue;
       }
-      tokens.push_back(lower(std::string_view(signal).substr(i, end - i)));
+      tokens.push_back(ascii_lower(std::string_view(signal).substr(i, end - i)));
       i = end;
     }
   }
@@ -147,7 +141,7 @@ GapEvidence gap_evidence(const std::vector<Symbol>& symbols, std::string_view pr
   std::string haystack;
   for (const Symbol& symbol : symbols) {
     if (!haystack.empty()) haystack += '\n';
-    haystack += lower(surface_ref(symbol));
+    haystack += ascii_lower(surface_ref(symbol));
   }
   const auto has = [&](std::string_view word) { return contains(haystack, word); };
 
@@ -234,7 +228,7 @@ GapEvidence gap_evidence(const std::vector<Symbol>& symbols, std::string_view pr
     // An explicit capture: clang before 16 cannot capture a structured binding implicitly.
     const auto match =
         std::find_if(symbols.begin(), symbols.end(), [&wanted = token](const Symbol& symbol) {
-          return contains(lower(surface_ref(symbol)), wanted);
+          return contains(ascii_lower(surface_ref(symbol)), wanted);
         });
     if (match != symbols.end()) {
       evidence.reuse_points.push_back(std::string(label) + ": " + surface_ref(*match));

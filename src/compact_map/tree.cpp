@@ -12,8 +12,8 @@
 #include <set>
 #include <utility>
 
+#include "aios/canonical.hpp"
 #include "aios/error.hpp"
-#include "canonical/utf8.hpp"
 #include "process/fd.hpp"
 
 namespace aios::compact_map {
@@ -28,22 +28,6 @@ const std::set<std::string, std::less<>> kSkippedDirectories = {
 };
 
 constexpr std::size_t kMaxDepth = 64;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-bool valid_utf8(std::string_view text) {
-  for (std::size_t pos = 0; pos < text.size();) {
-    const utf8::Decoded d = utf8::decode(text, pos);
-    if (!d.valid) return false;
-    pos += d.length;
-  }
-  return true;
-}
 
 class Walker {
  public:
@@ -103,7 +87,7 @@ class Walker {
       const std::string_view name = entry->d_name;
       if (name == "." || name == "..") continue;
       // A path that is not UTF-8 cannot be written in the map's JSON.
-      if (valid_utf8(name)) names.emplace_back(name);
+      if (utf8::valid(name)) names.emplace_back(name);
     }
     ::closedir(dir);
     std::sort(names.begin(), names.end());
@@ -132,13 +116,13 @@ class Walker {
     content.resize(done);
     bytes_read_ += done;
     // NUL bytes or invalid UTF-8: a binary or foreign-encoded file has no readable interface.
-    if (content.find('\0') != std::string::npos || !valid_utf8(content)) return;
+    if (content.find('\0') != std::string::npos || !utf8::valid(content)) return;
     score(path, std::move(content));
   }
 
   void score(const std::string& path, std::string content) {
-    const std::string path_lower = lower(path);
-    const std::string text_lower = lower(content);
+    const std::string path_lower = ascii_lower(path);
+    const std::string text_lower = ascii_lower(content);
     SourceFile file{path, std::string(language_of(path)), std::move(content), 0, {}};
     for (const std::string& term : terms_) {
       const bool in_path = path_lower.find(term) != std::string::npos;
@@ -186,7 +170,7 @@ std::string_view language_of(std::string_view path) {
 }
 
 bool is_test_path(std::string_view path) {
-  const std::string lowered = lower(path);
+  const std::string lowered = ascii_lower(path);
   const std::string_view p = lowered;
   if (p.starts_with("tests/") || p.starts_with("test/") || p.find("/tests/") != p.npos ||
       p.find("/test/") != p.npos || p.find("__tests__/") != p.npos) {

@@ -2,7 +2,6 @@
 #include <string_view>
 
 #include "aios/envelope.hpp"
-#include "envelope/fields.hpp"
 
 namespace aios {
 namespace {

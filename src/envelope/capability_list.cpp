@@ -2,7 +2,7 @@
 #include <string>
 
 #include "aios/capability.hpp"
-#include "envelope/fields.hpp"
+#include "aios/envelope.hpp"
 #include "envelope/parts.hpp"
 
 namespace aios::envelope {

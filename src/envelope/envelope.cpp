@@ -7,7 +7,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
-#include "envelope/fields.hpp"
 #include "envelope/parts.hpp"
 
 namespace aios {
@@ -15,13 +14,12 @@ namespace {
 
 using envelope::fail;
 using envelope::get_or;
+using envelope::kEmptyArray;
+using envelope::kEmptyObject;
+using envelope::kEmptyText;
+using envelope::kNull;
 
 constexpr std::size_t kMaxEnvelopeBytes = 16 * 1024 * 1024;
-
-const nlohmann::json kNull;
-const nlohmann::json kEmptyText = "";
-const nlohmann::json kEmptyArray = nlohmann::json::array();
-const nlohmann::json kEmptyObject = nlohmann::json::object();
 
 bool is_action(std::string_view action) {
   return action == "deterministic" || action == "source_capture" || action == "agent_runtime" ||

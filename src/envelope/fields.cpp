@@ -1,9 +1,8 @@
-#include "envelope/fields.hpp"
-
 #include <algorithm>
 #include <array>
 
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 
 namespace aios::envelope {
 namespace {

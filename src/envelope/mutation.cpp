@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "aios/canonical.hpp"
-#include "envelope/fields.hpp"
+#include "aios/envelope.hpp"
 #include "envelope/parts.hpp"
 
 namespace aios::envelope {

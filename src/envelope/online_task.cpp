@@ -2,7 +2,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
-#include "envelope/fields.hpp"
 #include "envelope/parts.hpp"
 
 namespace aios {
@@ -10,6 +9,10 @@ namespace {
 
 using envelope::fail;
 using envelope::get_or;
+using envelope::kEmptyArray;
+using envelope::kEmptyObject;
+using envelope::kEmptyText;
+using envelope::kNull;
 
 constexpr std::size_t kMaxTaskBytes = 512 * 1024;
 constexpr std::size_t kMaxMetadataBytes = 64 * 1024;
@@ -17,10 +20,6 @@ constexpr std::size_t kMaxGoalCodePoints = 12000;
 constexpr std::size_t kMaxInstructionsCodePoints = 32000;
 constexpr std::size_t kMaxCriteria = 32;
 
-const nlohmann::json kNull;
-const nlohmann::json kEmptyText = "";
-const nlohmann::json kEmptyArray = nlohmann::json::array();
-const nlohmann::json kEmptyObject = nlohmann::json::object();
 const nlohmann::json kGlobalScope = "global";
 const nlohmann::json kDefaultMaxAttempts = 3;
 const nlohmann::json kDefaultPriority = 0;

@@ -1,7 +1,7 @@
 #include <string>
 
 #include "aios/canonical.hpp"
-#include "envelope/fields.hpp"
+#include "aios/envelope.hpp"
 #include "envelope/parts.hpp"
 
 namespace aios::envelope {
@@ -59,9 +59,9 @@ nlohmann::json normalize_agent_runtime_input(const nlohmann::json& value) {
   require_known_keys(value, {"goal", "instructions", "success_criteria", "constraints"},
                      ErrorCode::AGENT_RUNTIME_INPUT_FIELDS_INVALID);
   static const nlohmann::json kMissing;
-  static const nlohmann::json kEmptyText = "";
-  static const nlohmann::json kEmptyList = nlohmann::json::array();
-  static const nlohmann::json kEmptyObject = nlohmann::json::object();
+  using envelope::kEmptyArray;
+  using envelope::kEmptyObject;
+  using envelope::kEmptyText;
   // Absent fields take defaults; a present null is a wrong type, as in the seed's raw.get().
   const auto field = [&value](const char* key,
                               const nlohmann::json& fallback) -> const nlohmann::json& {
@@ -72,7 +72,7 @@ nlohmann::json normalize_agent_runtime_input(const nlohmann::json& value) {
       require_text(field("goal", kMissing), ErrorCode::AGENT_RUNTIME_GOAL_REQUIRED);
   const auto& instructions = field("instructions", kEmptyText);
   if (!instructions.is_string()) fail(ErrorCode::AGENT_RUNTIME_INSTRUCTIONS_INVALID);
-  nlohmann::json criteria = criteria_of(field("success_criteria", kEmptyList));
+  nlohmann::json criteria = criteria_of(field("success_criteria", kEmptyArray));
   const auto& constraints = field("constraints", kEmptyObject);
   if (!constraints.is_object()) fail(ErrorCode::AGENT_RUNTIME_CONSTRAINTS_INVALID);
   // The seed checks top-level keys; a nested secret-looking key is refused as well.

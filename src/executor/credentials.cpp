@@ -6,7 +6,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
-#include "canonical/utf8.hpp"
 #include "executor/files.hpp"
 #include "executor/rules.hpp"
 
@@ -55,15 +54,6 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   }
   if (start < text.size()) lines.push_back(text.substr(start));
   return lines;
-}
-
-bool valid_utf8(std::string_view text) {
-  for (std::size_t pos = 0; pos < text.size();) {
-    const auto decoded = utf8::decode(text, pos);
-    if (!decoded.valid) return false;
-    pos += decoded.length;
-  }
-  return true;
 }
 
 std::string dotenv_value(std::string_view text, const std::string& key) {
@@ -118,7 +108,7 @@ std::vector<std::pair<std::string, std::string>> project_credentials(
         refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_READ_FAILED);
     }
     const std::string& raw = read.content;
-    if (raw.find('\0') != std::string::npos || !valid_utf8(raw)) {
+    if (raw.find('\0') != std::string::npos || !utf8::valid(raw)) {
       refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_CONTENT_INVALID);
     }
     const std::string selected =

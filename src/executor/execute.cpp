@@ -9,7 +9,6 @@
 #include "aios/executor.hpp"
 #include "aios/fault.hpp"
 #include "aios/process.hpp"
-#include "canonical/utf8.hpp"
 #include "executor/exchange_core.hpp"
 #include "executor/files.hpp"
 #include "executor/output.hpp"

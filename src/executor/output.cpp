@@ -5,7 +5,6 @@
 #include <array>
 
 #include "aios/canonical.hpp"
-#include "canonical/utf8.hpp"
 #include "executor/files.hpp"
 
 namespace aios::executor {

@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 // Ordered, so environment and credential_env entries are checked in document order as the
 // seed's dict iteration checks them, and the first bad entry's code wins.
-using json = nlohmann::ordered_json;
+using Document = nlohmann::ordered_json;
 
 [[noreturn]] void refuse(ErrorCode code) {
   throw Error(code);
@@ -42,7 +42,7 @@ struct PathCodes {
 
 // The seed's _safe_executable / _safe_profile_script: absolute, resolves (symlinks followed,
 // strictly) to a regular file (executable, for the executable) under an allowed root.
-std::string safe_path(const json& value, const std::vector<fs::path>& roots, PathCodes codes,
+std::string safe_path(const Document& value, const std::vector<fs::path>& roots, PathCodes codes,
                       bool must_execute) {
   if (!value.is_string()) refuse(codes.absolute_required);
   const auto& text = value.get_ref<const std::string&>();
@@ -57,7 +57,7 @@ std::string safe_path(const json& value, const std::vector<fs::path>& roots, Pat
 
 // Python's int() of a profile number: integers as they are, floats truncated, numeric strings
 // parsed; false, 0, "" and null mean "use the default".
-std::optional<long long> integer_field(const json& value, long long fallback) {
+std::optional<long long> integer_field(const Document& value, long long fallback) {
   if (!rules::truthy(value)) return fallback;
   if (value.is_boolean()) return 1;
   if (value.is_number_integer()) return value.get<long long>();
@@ -72,7 +72,7 @@ std::optional<long long> integer_field(const json& value, long long fallback) {
 }
 
 // str(value or default) for a mode field: a non-string can never name a mode.
-std::optional<std::string> mode_field(const json& value, std::string_view fallback) {
+std::optional<std::string> mode_field(const Document& value, std::string_view fallback) {
   if (!rules::truthy(value)) return std::string(fallback);
   if (!value.is_string()) return std::nullopt;
   return value.get<std::string>();
@@ -85,9 +85,9 @@ bool is_shell(const fs::path& executable) {
   return std::find(kShells.begin(), kShells.end(), name) != kShells.end();
 }
 
-std::vector<std::string> profile_argv(const json& argv, const std::vector<fs::path>& roots) {
+std::vector<std::string> profile_argv(const Document& argv, const std::vector<fs::path>& roots) {
   const bool shaped = argv.is_array() && !argv.empty() &&
-                      std::all_of(argv.begin(), argv.end(), [](const json& item) {
+                      std::all_of(argv.begin(), argv.end(), [](const Document& item) {
                         return item.is_string() && !item.get_ref<const std::string&>().empty() &&
                                item.get_ref<const std::string&>().find('\0') == std::string::npos;
                       });
@@ -132,7 +132,7 @@ std::vector<std::string> profile_argv(const json& argv, const std::vector<fs::pa
   return normalized;
 }
 
-std::vector<std::pair<std::string, std::string>> profile_environment(const json& value) {
+std::vector<std::pair<std::string, std::string>> profile_environment(const Document& value) {
   std::vector<std::pair<std::string, std::string>> result;
   if (value.is_null()) return result;
   if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_INVALID);
@@ -159,7 +159,7 @@ std::vector<std::pair<std::string, std::string>> profile_environment(const json&
   return result;
 }
 
-std::vector<CredentialBinding> profile_credentials(const json& value) {
+std::vector<CredentialBinding> profile_credentials(const Document& value) {
   std::vector<CredentialBinding> result;
   if (value.is_null()) return result;
   if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_CREDENTIAL_ENV_INVALID);
@@ -167,12 +167,12 @@ std::vector<CredentialBinding> profile_credentials(const json& value) {
     // Only the provider key may be projected; it also passes the environment-name pattern.
     if (env_name != "OPENAI_API_KEY") refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_NAME_DENY);
     if (!spec.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID);
-    const json credential = spec.value("credential", json());
-    const json key = spec.value("key", json());
+    const Document credential = spec.value("credential", Document());
+    const Document key = spec.value("key", Document());
     if (!credential.is_string() || !rules::is_credential_name(credential.get<std::string>())) {
       refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_NAME_INVALID);
     }
-    const auto format = mode_field(spec.value("format", json()), "dotenv");
+    const auto format = mode_field(spec.value("format", Document()), "dotenv");
     if (!format || (*format != "dotenv" && *format != "raw")) {
       refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FORMAT_INVALID);
     }
@@ -191,7 +191,7 @@ std::vector<CredentialBinding> profile_credentials(const json& value) {
   return result;
 }
 
-std::vector<process::Destination> profile_network(const json& value) {
+std::vector<process::Destination> profile_network(const Document& value) {
   std::vector<process::Destination> result;
   if (value.is_null()) return result;
   if (!value.is_array() || value.size() > 16)
@@ -206,7 +206,7 @@ std::vector<process::Destination> profile_network(const json& value) {
   return result;
 }
 
-std::vector<fs::path> profile_read_only_paths(const json& value) {
+std::vector<fs::path> profile_read_only_paths(const Document& value) {
   std::vector<fs::path> result;
   if (value.is_null()) return result;
   if (!value.is_array() || value.size() > 32) {
@@ -225,7 +225,7 @@ std::vector<fs::path> profile_read_only_paths(const json& value) {
 }
 
 // Each limit in its unit and range; absent ones keep process::Limits' defaults.
-process::Limits profile_sandbox_limits(const json& value) {
+process::Limits profile_sandbox_limits(const Document& value) {
   process::Limits limits;
   if (value.is_null()) return limits;
   if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
@@ -273,14 +273,14 @@ std::vector<fs::path> default_executable_roots() {
           "/opt/aios/openclaw-engineering"};
 }
 
-void load_profile_argv(const json& value, const std::vector<fs::path>& executable_roots,
+void load_profile_argv(const Document& value, const std::vector<fs::path>& executable_roots,
                        RuntimeProfile& profile) {
-  profile.argv = profile_argv(value.value("argv", json()), executable_roots);
+  profile.argv = profile_argv(value.value("argv", Document()), executable_roots);
 }
 
-void load_profile_limits(const json& value, RuntimeProfile& profile) {
-  const auto timeout = integer_field(value.value("timeout_seconds", json()), 900);
-  const auto max_output = integer_field(value.value("max_output_bytes", json()),
+void load_profile_limits(const Document& value, RuntimeProfile& profile) {
+  const auto timeout = integer_field(value.value("timeout_seconds", Document()), 900);
+  const auto max_output = integer_field(value.value("max_output_bytes", Document()),
                                         static_cast<long long>(kMaxOutputBytes));
   if (!timeout || *timeout < 1 || *timeout > 3600)
     refuse(ErrorCode::EXTERNAL_AGENT_TIMEOUT_INVALID);
@@ -289,32 +289,32 @@ void load_profile_limits(const json& value, RuntimeProfile& profile) {
   }
   profile.timeout_seconds = static_cast<int>(*timeout);
   profile.max_output_bytes = static_cast<std::size_t>(*max_output);
-  profile.environment = profile_environment(value.value("environment", json()));
-  profile.credential_env = profile_credentials(value.value("credential_env", json()));
-  profile.network = profile_network(value.value("network", json()));
-  profile.read_only_paths = profile_read_only_paths(value.value("read_only_paths", json()));
-  profile.limits = profile_sandbox_limits(value.value("limits", json()));
+  profile.environment = profile_environment(value.value("environment", Document()));
+  profile.credential_env = profile_credentials(value.value("credential_env", Document()));
+  profile.network = profile_network(value.value("network", Document()));
+  profile.read_only_paths = profile_read_only_paths(value.value("read_only_paths", Document()));
+  profile.limits = profile_sandbox_limits(value.value("limits", Document()));
 }
 
 RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,
                             const std::vector<fs::path>& executable_roots) {
-  const std::string runtime = rules::safe_runtime(json(runtime_name));
+  const std::string runtime = rules::safe_runtime(Document(runtime_name));
   if (files::is_symlink(profile_root)) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
   const auto read = files::read_file(profile_root / (runtime + ".json"), kMaxProfileBytes);
   if (read.status != files::ReadStatus::ok) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
-  const json value = parse_json_ordered(read.content);
-  if (!value.is_object() || value.value("schema", json()) != json(kProfileSchema)) {
+  const Document value = parse_json_ordered(read.content);
+  if (!value.is_object() || value.value("schema", Document()) != Document(kProfileSchema)) {
     refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
   }
-  if (rules::safe_runtime(value.value("runtime", json())) != runtime) {
+  if (rules::safe_runtime(value.value("runtime", Document())) != runtime) {
     refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_RUNTIME_MISMATCH);
   }
   RuntimeProfile profile;
   profile.runtime = runtime;
   load_profile_argv(value, executable_roots, profile);
 
-  const auto input = mode_field(value.value("input_mode", json()), "stdin_text");
-  const auto output = mode_field(value.value("output_mode", json()), "stdout_text");
+  const auto input = mode_field(value.value("input_mode", Document()), "stdin_text");
+  const auto output = mode_field(value.value("output_mode", Document()), "stdout_text");
   if (input == "stdin_text") {
     profile.input_mode = InputMode::stdin_text;
   } else if (input == "stdin_json") {

@@ -6,7 +6,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
-#include "canonical/utf8.hpp"
 
 namespace aios::executor::rules {
 namespace {

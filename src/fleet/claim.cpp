@@ -3,15 +3,14 @@
 #include <algorithm>
 
 #include "aios/canonical.hpp"
-#include "envelope/fields.hpp"
+#include "aios/envelope.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
 namespace {
 
 using envelope::fail;
-
-const nlohmann::json kNull;
+using envelope::kNull;
 
 const nlohmann::json kDefaultLimit = 10;
 

@@ -1,19 +1,17 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "aios/fault.hpp"
 #include "aios/log.hpp"
-#include "envelope/fields.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
 namespace {
 
 using envelope::fail;
-
-const nlohmann::json kNull;
-
-const nlohmann::json kEmptyText = "";
+using envelope::kEmptyText;
+using envelope::kNull;
 
 bool is_terminal(const std::string& status) {
   return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";

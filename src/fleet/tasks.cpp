@@ -4,7 +4,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
-#include "envelope/fields.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {

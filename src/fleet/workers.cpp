@@ -5,22 +5,21 @@
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
-#include "envelope/fields.hpp"
+#include "aios/envelope.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
 namespace {
 
 using envelope::fail;
-
-const nlohmann::json kNull;
+using envelope::kEmptyArray;
+using envelope::kEmptyObject;
+using envelope::kNull;
 
 constexpr std::array<std::string_view, 6> kAdapters = {
     "deterministic", "source_capture", "compact_interface_map", "codex", "hermes", "openclaw"};
 const nlohmann::json kDefaultAdapters = {"deterministic", "source_capture", "compact_interface_map",
                                          "codex"};
-const nlohmann::json kEmptyArray = nlohmann::json::array();
-const nlohmann::json kEmptyObject = nlohmann::json::object();
 const nlohmann::json kOne = 1;
 const nlohmann::json kDefaultDomain = "default";
 

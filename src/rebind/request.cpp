@@ -3,8 +3,8 @@
 #include <limits>
 
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "aios/rebind.hpp"
-#include "envelope/fields.hpp"
 
 namespace aios {
 namespace {

@@ -1,7 +1,7 @@
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "aios/log.hpp"
 #include "aios/rebind.hpp"
-#include "envelope/fields.hpp"
 
 namespace aios {
 namespace {

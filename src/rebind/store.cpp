@@ -8,7 +8,6 @@
 #include "aios/envelope.hpp"
 #include "aios/fault.hpp"
 #include "aios/rebind.hpp"
-#include "envelope/fields.hpp"
 #include "rebind/task_snapshot.hpp"
 
 namespace aios {

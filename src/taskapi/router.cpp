@@ -4,9 +4,9 @@
 #include <optional>
 #include <vector>
 
+#include "aios/envelope.hpp"
 #include "aios/fault.hpp"
 #include "aios/taskapi.hpp"
-#include "envelope/fields.hpp"
 
 namespace aios {
 namespace {

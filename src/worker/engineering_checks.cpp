@@ -9,7 +9,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/git.hpp"
-#include "canonical/utf8.hpp"
 #include "executor/files.hpp"
 #include "worker/engineering.hpp"
 

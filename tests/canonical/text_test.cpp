@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "aios/canonical.hpp"
-#include "canonical/utf8.hpp"
 
 namespace {
 

@@ -15,8 +15,7 @@ using nlohmann::json;
 using test::code_of;
 using test::Worktree;
 
-const std::string kCommit(40, 'a');
-
+using test::kCommit;
 // A worktree whose full map is far over a small budget: many files, each with many symbols
 // that hit the terms.
 void write_large_repo(const Worktree& tree) {

@@ -19,8 +19,7 @@ using nlohmann::json;
 using test::code_of;
 using test::Worktree;
 
-const std::string kCommit(40, 'a');
-
+using test::kCommit;
 std::vector<std::string> module_paths(const json& map) {
   std::vector<std::string> paths;
   for (const json& module : map["implementation_map"]["modules"]) paths.push_back(module["path"]);

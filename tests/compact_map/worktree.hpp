@@ -28,6 +28,9 @@ class Worktree {
   ScopedTempDir dir_{"aios-compact-map"};
 };
 
+// The source commit the maps are built for.
+inline const std::string kCommit(40, 'a');
+
 // The seed's _repo fixture: a model router module and its test.
 inline void write_seed_repo(const Worktree& tree) {
   tree.write("active-runtime/app/model_router.py",

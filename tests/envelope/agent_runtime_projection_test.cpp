@@ -13,11 +13,7 @@
 namespace aios::envelope_test {
 namespace {
 
-using Pointer = Json::json_pointer;
-
-const std::string kEmoji = "\xF0\x9F\x98\x80";  // U+1F600, four UTF-8 bytes
-const std::string kEAcute = "\xC3\xA9";         // U+00E9, two UTF-8 bytes
-const std::string kKelvin = "\xE2\x84\xAA";     // U+212A KELVIN SIGN; Python lower() gives 'k'
+const std::string kKelvin = "\xE2\x84\xAA";  // U+212A KELVIN SIGN; Python lower() gives 'k'
 
 std::string other_runtime(const std::string& runtime) {
   return runtime == "hermes" ? "openclaw" : "hermes";
@@ -40,11 +36,6 @@ std::string task_code(const std::string& runtime, const Json& task_request,
   return code_of([&] {
     project_online_task(runtime_binding(runtime_task_id(runtime)), task_request, execution_request);
   });
-}
-
-Json with(Json value, const std::string& pointer, const Json& replacement) {
-  value[Pointer(pointer)] = replacement;
-  return value;
 }
 
 class AgentRuntimeProjectionTest : public ::testing::TestWithParam<std::string> {
@@ -403,7 +394,7 @@ TEST(AgentRuntimeTest, InputSizeLimitIsExactly64KiB) {
   EXPECT_EQ(hermes_code(input), "AGENT_RUNTIME_INPUT_TOO_LARGE");
 }
 
-struct TamperCase {
+struct RuntimeTamperCase {
   std::string pointer;
   Json value;
   std::string expected;
@@ -414,7 +405,7 @@ TEST(AgentRuntimeTest, TamperedRuntimeEnvelopeIsRefused) {
   // it with the agent_runtime rule that sees the change (a plain value change is valid once
   // resealed, so only the binding or the digest can catch it).
   const Json envelope = projected("hermes")["metadata"]["execution"];
-  const std::vector<TamperCase> cases = {
+  const std::vector<RuntimeTamperCase> cases = {
       {"/runtime_input/goal", "  Summarize the requested operation.  ",
        "AGENT_RUNTIME_INPUT_NOT_CANONICAL"},
       {"/runtime_input/goal", repeat("g", 12001), "AGENT_RUNTIME_INPUT_NOT_CANONICAL"},
@@ -440,7 +431,7 @@ TEST(AgentRuntimeTest, TamperedRuntimeEnvelopeIsRefused) {
       {"/action", "source_capture", "EXECUTION_ADAPTER_INVALID"},
       {"/action", "deterministic", "EXECUTION_ADAPTER_INVALID"},
   };
-  for (const TamperCase& c : cases) {
+  for (const RuntimeTamperCase& c : cases) {
     SCOPED_TRACE(c.pointer + " = " + c.value.dump().substr(0, 60));
     const Json tampered = reseal(with(envelope, c.pointer, c.value));
     EXPECT_EQ(code_of([&] { validate_execution_envelope(tampered); }), c.expected);

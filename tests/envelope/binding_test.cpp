@@ -12,7 +12,6 @@ namespace aios::envelope_test {
 namespace {
 
 // Marks a table row whose field is removed instead of replaced.
-const Json kAbsent = Json::object({{"__absent__", true}});
 
 struct FieldCase {
   std::string field;

@@ -16,8 +16,6 @@
 namespace aios::envelope_test {
 namespace {
 
-using Pointer = Json::json_pointer;
-
 // The seed's two rebind-test envelopes written out field by field. Their digests were computed
 // by Python: sha256(json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)).
 Json literal_old_envelope() {
@@ -69,18 +67,9 @@ std::string validate_code(const Json& envelope, const EnvelopeChecks& checks = {
   return code_of([&] { validate_execution_envelope(envelope, checks); });
 }
 
-Json with(Json value, const std::string& pointer, const Json& replacement) {
-  value[Pointer(pointer)] = replacement;
-  return value;
-}
-
 Json without(Json value, const std::string& key) {
   value.erase(key);
   return value;
-}
-
-Json write_file(const std::string& path, const Json& content = "x") {
-  return {{"path", path}, {"operation", "write_file"}, {"content", content}};
 }
 
 Json delete_file(const std::string& path) {

@@ -19,8 +19,6 @@
 namespace aios::envelope_test {
 namespace {
 
-using Pointer = Json::json_pointer;
-
 // The code families the envelope module owns.
 constexpr std::array<std::string_view, 11> kEnvelopePrefixes = {"BINDING_",
                                                                 "EXECUTION_",
@@ -81,11 +79,6 @@ struct Row {
   std::function<void()> call;
 };
 
-Json with(Json value, const std::string& pointer, const Json& replacement) {
-  value[Pointer(pointer)] = replacement;
-  return value;
-}
-
 // --- the four entry points, with the seed fixtures as the valid base --------------------------
 
 std::function<void()> binding_with(const std::string& field, const Json& value) {
@@ -129,10 +122,6 @@ std::function<void()> task_with(const std::string& field, const Json& value,
 
 Json change_set_of(const Json& change) {
   return Json::array({change});
-}
-
-Json write_file(const std::string& path, const Json& content = "x") {
-  return {{"path", path}, {"operation", "write_file"}, {"content", content}};
 }
 
 Json command_with(const std::string& field, const Json& value) {

@@ -14,10 +14,6 @@
 namespace aios::envelope_test {
 namespace {
 
-const Json kAbsent = Json::object({{"__absent__", true}});
-const std::string kEmoji = "\xF0\x9F\x98\x80";  // four UTF-8 bytes
-const std::string kEAcute = "\xC3\xA9";         // two UTF-8 bytes
-
 Json with_key(Json value, const std::string& key, const Json& replacement) {
   value[key] = replacement;
   return value;

@@ -30,6 +30,22 @@ inline std::string repeat(std::string_view unit, std::size_t count) {
   return out;
 }
 
+// `value` with the member at JSON pointer `pointer` set to `replacement`.
+inline Json with(Json value, const std::string& pointer, const Json& replacement) {
+  value[Json::json_pointer(pointer)] = replacement;
+  return value;
+}
+
+// A write_file mutation of `path`.
+inline Json write_file(const std::string& path, const Json& content = "x") {
+  return {{"path", path}, {"operation", "write_file"}, {"content", content}};
+}
+
+// A field value the table tests treat as "leave the key out".
+inline const Json kAbsent = Json::object({{"__absent__", true}});
+inline const std::string kEmoji = "\xF0\x9F\x98\x80";  // U+1F600, four UTF-8 bytes
+inline const std::string kEAcute = "\xC3\xA9";         // U+00E9, two UTF-8 bytes
+
 // The envelope with its execution_digest recomputed independently of execution_digest_of:
 // sha256 of the canonical form of a copy without the digest key.
 inline Json reseal(Json envelope) {

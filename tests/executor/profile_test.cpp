@@ -22,7 +22,7 @@ class ProfileRules : public ExecutorTest {
   }
 };
 
-struct Case {
+struct ProfileCase {
   const char* name;
   json patch;  // merged into the valid profile (null removes a field)
   const char* code;
@@ -31,7 +31,7 @@ struct Case {
 // Given one change each, the loader should refuse with exactly the seed's code.
 TEST_F(ProfileRules, EachRuleHasItsCode) {
   const json dotenv = {{"credential", "provider.env"}, {"format", "dotenv"}, {"key", "ONEAPI_KEY"}};
-  const std::vector<Case> cases = {
+  const std::vector<ProfileCase> cases = {
       {"valid", json::object(), "OK"},
       {"schema", {{"schema", "v0"}}, "EXTERNAL_AGENT_PROFILE_INVALID"},
       {"runtime mismatch", {{"runtime", "openclaw"}}, "EXTERNAL_AGENT_PROFILE_RUNTIME_MISMATCH"},

@@ -10,9 +10,6 @@
 namespace aios::worker_test {
 namespace {
 
-const std::vector<std::string> kWriter = {"git.read", "git.test", "governed.write.branch",
-                                          "governed.write.file"};
-
 class NetworkFaultTest : public WorkerTest {
  protected:
   // A proxy to `upstream_port` faulting the first `count` POSTs whose path matches `path`.

@@ -13,9 +13,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kWriter = {"git.read", "git.test", "governed.write.branch",
-                                          "governed.write.file"};
-
 Json hermes_task(const Json& binding) {
   return {{"task_id", binding.at("task_id")},
           {"goal", "Summarize the layout"},

@@ -19,6 +19,10 @@ using bridge_test::require;
 
 using test::daemon_binary;
 
+// The capabilities of a worker that may write through the governed path.
+inline const std::vector<std::string> kWriter = {"git.read", "git.test", "governed.write.branch",
+                                                 "governed.write.file"};
+
 class WorkerTest : public bridge_test::BridgeTest {
  protected:
   test::SchedulerConfig config() const override {
