@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     // The scheduler owns the schema: this process never migrates it.
     aios::Database db({.path = db_path, .connections = options.threads + 1, .migrate = false});
     const aios::SystemClock clock;
-    aios::ExecutionRebindStore store(db, std::move(resolver), authorization, clock);
+    aios::store::SqliteStore task_store(db, clock);
+    aios::ExecutionRebindStore store(task_store, std::move(resolver), authorization);
     aios::ExecutionRebindApi api(store, token);
     options.admits = [&api](const aios::http::Request& request) { return api.admits(request); };
     aios::http::Server server(

@@ -37,12 +37,13 @@ struct Endpoints {
         api(plane, kControlToken, metrics),
         bridge(db, plane, clock, kControlToken,
                BridgeOptions{.authority_git_dir = scratch_dir() / "authority.git"}),
+        task_store(db, clock),
         rebind_store(
-            db,
+            task_store,
             [](const std::string&, const nlohmann::json&) -> nlohmann::json {
               throw Error(ErrorCode::CANONICAL_EXECUTION_RESOLUTION_FAILED);
             },
-            "owner-execution-rebind-fuzz", clock),
+            "owner-execution-rebind-fuzz"),
         rebind_api(rebind_store, kControlToken) {
     const nlohmann::json scope = {"git.read", "git.test", "governed.write.branch",
                                   "governed.write.file"};
@@ -80,6 +81,7 @@ struct Endpoints {
   TaskApiMetrics metrics;
   TaskApi api;
   Bridge bridge;
+  store::SqliteStore task_store;
   ExecutionRebindStore rebind_store;
   ExecutionRebindApi rebind_api;
   std::string agent_token;

@@ -126,6 +126,10 @@ bool is_secret_field_name(std::string_view name);
 // True when `value` holds an object key anywhere (at any depth) that is_secret_field_name.
 bool has_secret_field(const nlohmann::json& value);
 
+// Python truthiness of a JSON value (null, false, 0, 0.0, "", [] and {} are false), for the
+// seed's `value or default`.
+bool python_truthy(const nlohmann::json& value);
+
 // UTF-8 size of the canonical form.
 std::size_t canonical_size(const nlohmann::json& value);
 

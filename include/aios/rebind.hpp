@@ -86,16 +86,17 @@ ExecutionResolver make_bridge_execution_resolver(
 // task_execution_rebinds if missing, and changes no other part of the schema. Thread-safe.
 class ExecutionRebindStore {
  public:
-  // `db` must outlive the store and should be opened with migrate=false. Throws as
-  // Database::write when task_execution_rebinds cannot be created.
-  ExecutionRebindStore(Database& db, ExecutionResolver resolver, std::string authorization_id,
-                       const Clock& clock);
+  // `store` must outlive this (for SQLite, over a Database opened with migrate=false); its clock
+  // dates events and receipts. Throws as Store::write when the store cannot be prepared to keep
+  // receipts.
+  ExecutionRebindStore(store::Store& store, ExecutionResolver resolver,
+                       std::string authorization_id);
 
   // Applies (or replays) one rebind of `task_id` and returns
   // {task_id, status, attempt, revision, old_execution_digest, new_execution_digest,
   //  authorization_id, idempotent}. Order, as the seed's: task id, authorization id, receipt
   // replay (before any CAS: a rebind changes the revision it was checked against), the CAS
-  // snapshot, Bridge resolution outside any lock, then under BEGIN IMMEDIATE the receipt again,
+  // snapshot, Bridge resolution outside any lock, then in one write transaction the receipt again,
   // the snapshot again, the UPDATE with the full CAS predicate, the event and the receipt.
   // Throws TASK_ID_INVALID, EXECUTION_REBIND_AUTHORIZATION_ID_MISMATCH,
   // EXECUTION_REBIND_IDEMPOTENCY_CONFLICT, the TASK_*_UNSUPPORTED schema codes, TASK_NOT_FOUND,
@@ -110,10 +111,9 @@ class ExecutionRebindStore {
   nlohmann::json rebind(std::string_view task_id, const ExecutionRebindRequest& request);
 
  private:
-  Database& db_;
+  store::Store& store_;
   ExecutionResolver resolver_;
   std::string authorization_id_;
-  const Clock& clock_;
 };
 
 // The HTTP routes: GET /health, POST /v1/tasks/{task_id}/execution-rebind (201 applied, 200

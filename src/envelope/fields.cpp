@@ -146,4 +146,26 @@ std::size_t canonical_size(const nlohmann::json& value) {
   return canonical_json(value).size();
 }
 
+bool python_truthy(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return false;
+    case nlohmann::json::value_t::boolean:
+      return value.get<bool>();
+    case nlohmann::json::value_t::number_integer:
+      return value.get<std::int64_t>() != 0;
+    case nlohmann::json::value_t::number_unsigned:
+      return value.get<std::uint64_t>() != 0;
+    case nlohmann::json::value_t::number_float:
+      return value.get<double>() != 0.0;
+    case nlohmann::json::value_t::string:
+      return !value.get_ref<const std::string&>().empty();
+    case nlohmann::json::value_t::array:
+    case nlohmann::json::value_t::object:
+      return !value.empty();
+    default:
+      return true;
+  }
+}
+
 }  // namespace aios::envelope

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "aios/executor.hpp"
 #include "executor/files.hpp"
 #include "executor/profile_rules.hpp"
@@ -58,7 +59,7 @@ std::string safe_path(const Document& value, const std::vector<fs::path>& roots,
 // Python's int() of a profile number: integers as they are, floats truncated, numeric strings
 // parsed; false, 0, "" and null mean "use the default".
 std::optional<long long> integer_field(const Document& value, long long fallback) {
-  if (!rules::truthy(value)) return fallback;
+  if (!envelope::python_truthy(value)) return fallback;
   if (value.is_boolean()) return 1;
   if (value.is_number_integer()) return value.get<long long>();
   if (value.is_number_unsigned()) return std::nullopt;
@@ -73,7 +74,7 @@ std::optional<long long> integer_field(const Document& value, long long fallback
 
 // str(value or default) for a mode field: a non-string can never name a mode.
 std::optional<std::string> mode_field(const Document& value, std::string_view fallback) {
-  if (!rules::truthy(value)) return std::string(fallback);
+  if (!envelope::python_truthy(value)) return std::string(fallback);
   if (!value.is_string()) return std::nullopt;
   return value.get<std::string>();
 }

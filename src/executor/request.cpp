@@ -2,6 +2,7 @@
 #include <string>
 
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "aios/executor.hpp"
 #include "executor/rules.hpp"
 
@@ -92,8 +93,10 @@ std::string render_prompt(const json& payload) {
   const json constraints = payload.value("constraints", json());
   std::string prompt = "AIOS Online Agent Task\n\nGoal:\n" + goal;
   if (!instructions.empty()) prompt += "\n\nInstructions:\n" + instructions;
-  if (rules::truthy(criteria)) prompt += "\n\nSuccess criteria:\n" + python_json_dumps(criteria);
-  if (rules::truthy(constraints)) prompt += "\n\nConstraints:\n" + python_json_dumps(constraints);
+  if (envelope::python_truthy(criteria))
+    prompt += "\n\nSuccess criteria:\n" + python_json_dumps(criteria);
+  if (envelope::python_truthy(constraints))
+    prompt += "\n\nConstraints:\n" + python_json_dumps(constraints);
   prompt +=
       "\n\nReturn the final task result only. Do not claim repository, production, credential, "
       "or control-plane side effects unless they are explicitly represented in the task "

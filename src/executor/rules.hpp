@@ -27,7 +27,4 @@ std::string safe_runtime(const nlohmann::json& value);
 // True when `text` contains (?i)(token|secret|password|api[_-]?key|authorization)\s*[:=].
 bool has_secret_assignment(std::string_view text);
 
-// Python truthiness of a JSON value (null, false, 0, 0.0, "", [] and {} are false).
-bool truthy(const nlohmann::json& value);
-
 }  // namespace aios::executor::rules

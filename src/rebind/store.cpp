@@ -1,6 +1,6 @@
-// The rebind transaction. The Bridge is asked between two database transactions, never inside
-// one: a slow Bridge must not hold the task database's write lock that the scheduler needs. So
-// everything checked in the snapshot is checked again under BEGIN IMMEDIATE, and the UPDATE
+// The rebind transaction. The Bridge is asked between two store transactions, never inside
+// one: a slow Bridge must not hold the task store's write lock that the scheduler needs. So
+// everything checked in the snapshot is checked again in the write transaction, and the update
 // repeats the whole CAS predicate.
 #include <optional>
 
@@ -15,136 +15,33 @@ namespace {
 
 using envelope::fail;
 
-constexpr const char* kCreateReceipts = R"sql(
-CREATE TABLE IF NOT EXISTS task_execution_rebinds (
-  task_id TEXT NOT NULL,
-  idempotency_key TEXT NOT NULL,
-  request_sha256 TEXT NOT NULL,
-  authorization_id TEXT NOT NULL,
-  previous_verification_sha256 TEXT NOT NULL,
-  old_execution_digest TEXT NOT NULL,
-  new_execution_digest TEXT NOT NULL,
-  expected_revision INTEGER NOT NULL,
-  applied_revision INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  reason TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  PRIMARY KEY(task_id,idempotency_key)
-))sql";
-
 // The answer to a request whose receipt exists: the recorded outcome, or a conflict when the
 // same key came with another request.
-std::optional<nlohmann::json> replay(SQLite::Database& db, const std::string& task_id,
+std::optional<nlohmann::json> replay(store::Transaction& transaction, const std::string& task_id,
                                      const std::string& key, const std::string& request_sha) {
-  store::Prepared query(db,
-                        "SELECT request_sha256,attempt,applied_revision,old_execution_digest,"
-                        "new_execution_digest,authorization_id FROM task_execution_rebinds "
-                        "WHERE task_id=? AND idempotency_key=?");
-  query->bind(1, task_id);
-  query->bind(2, key);
-  if (!query->executeStep()) return std::nullopt;
-  if (query->getColumn(0).getString() != request_sha) {
+  const auto receipt = transaction.rebind_receipt(task_id, key);
+  if (!receipt) return std::nullopt;
+  if (receipt->request_sha256 != request_sha) {
     fail(ErrorCode::EXECUTION_REBIND_IDEMPOTENCY_CONFLICT);
   }
   return nlohmann::json{{"task_id", task_id},
                         {"status", "QUEUED"},
-                        {"attempt", query->getColumn(1).getInt64()},
-                        {"revision", query->getColumn(2).getInt64()},
-                        {"old_execution_digest", query->getColumn(3).getString()},
-                        {"new_execution_digest", query->getColumn(4).getString()},
-                        {"authorization_id", query->getColumn(5).getString()},
+                        {"attempt", receipt->attempt},
+                        {"revision", receipt->applied_revision},
+                        {"old_execution_digest", receipt->old_execution_digest},
+                        {"new_execution_digest", receipt->new_execution_digest},
+                        {"authorization_id", receipt->authorization_id},
                         {"idempotent", true}};
-}
-
-// The seed's event table contract; checked before the UPDATE so that a database that cannot
-// take the audit row is refused with nothing written.
-void require_event_table(SQLite::Database& db) {
-  const auto columns = rebind::columns_of(db, "task_events");
-  for (const char* name : {"task_id", "event_type", "agent_id", "created_at"}) {
-    if (!columns.contains(name)) fail(ErrorCode::TASK_EVENT_TABLE_UNSUPPORTED);
-  }
-  if (!columns.contains("payload_json")) fail(ErrorCode::TASK_EVENT_PAYLOAD_UNSUPPORTED);
-}
-
-void bind_optional(SQLite::Statement& statement, int index, const std::optional<std::string>& v) {
-  if (v) {
-    statement.bind(index, *v);
-  } else {
-    statement.bind(index);
-  }
-}
-
-// The UPDATE with the seed's full CAS predicate. On the task plane's schema the columns it
-// derives from the envelope (digest, action, adapter, scope) and updated_at follow the new
-// envelope too, so no reader of them ever sees the old plan; the seed's minimal schema has none.
-bool apply_update(SQLite::Database& db, const std::string& task_id,
-                  const ExecutionRebindRequest& request, const rebind::TaskSnapshot& snapshot,
-                  const nlohmann::json& metadata, const nlohmann::json& new_execution,
-                  std::int64_t applied_revision, const std::string& now) {
-  std::vector<std::pair<std::string, std::string>> derived;
-  const auto derive = [&](const char* column, std::string value) {
-    if (snapshot.columns.contains(column)) derived.emplace_back(column, std::move(value));
-  };
-  derive("execution_digest", new_execution.at("execution_digest"));
-  derive("action", new_execution.at("action"));
-  derive("adapter", new_execution.at("adapter"));
-  derive("capability_scope_json", canonical_json(new_execution.at("capability_scope")));
-  derive("updated_at", now);
-
-  std::string sql =
-      "UPDATE tasks SET metadata_json=?, revision=?, claimed_by=NULL, lease_token_hash=NULL, "
-      "lease_expires_at=NULL";
-  for (const auto& [column, value] : derived) sql += ", " + column + "=?";
-  sql +=
-      " WHERE task_id=? AND status=? AND revision=? AND attempt=? AND claimed_by IS ? AND "
-      "lease_token_hash IS NULL AND lease_expires_at IS NULL";
-  store::Prepared update(db, sql);
-  int index = 0;
-  update->bind(++index, canonical_json(metadata));
-  update->bind(++index, applied_revision);
-  for (const auto& [column, value] : derived) update->bind(++index, value);
-  update->bind(++index, task_id);
-  update->bind(++index, request.expected_status);
-  update->bind(++index, request.expected_revision);
-  update->bind(++index, request.expected_attempt);
-  bind_optional(*update, ++index, snapshot.claimed_by);
-  return update->exec() == 1;
-}
-
-void insert_receipt(SQLite::Database& db, const std::string& task_id,
-                    const ExecutionRebindRequest& request, const std::string& request_sha,
-                    const nlohmann::json& old_digest, const nlohmann::json& new_digest,
-                    std::int64_t applied_revision, const std::string& now) {
-  store::Prepared insert(
-      db,
-      "INSERT INTO task_execution_rebinds(task_id,idempotency_key,request_sha256,"
-      "authorization_id,previous_verification_sha256,old_execution_digest,new_execution_digest,"
-      "expected_revision,applied_revision,attempt,reason,created_at) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-  insert->bind(1, task_id);
-  insert->bind(2, request.idempotency_key);
-  insert->bind(3, request_sha);
-  insert->bind(4, request.authorization_id);
-  insert->bind(5, request.previous_verification_sha256);
-  insert->bind(6, old_digest.get<std::string>());
-  insert->bind(7, new_digest.get<std::string>());
-  insert->bind(8, request.expected_revision);
-  insert->bind(9, applied_revision);
-  insert->bind(10, request.expected_attempt);
-  insert->bind(11, request.reason);
-  insert->bind(12, now);
-  insert->exec();
 }
 
 }  // namespace
 
-ExecutionRebindStore::ExecutionRebindStore(Database& db, ExecutionResolver resolver,
-                                           std::string authorization_id, const Clock& clock)
-    : db_(db),
+ExecutionRebindStore::ExecutionRebindStore(store::Store& store, ExecutionResolver resolver,
+                                           std::string authorization_id)
+    : store_(store),
       resolver_(std::move(resolver)),
-      authorization_id_(std::move(authorization_id)),
-      clock_(clock) {
-  db_.write([](SQLite::Database& connection) { connection.exec(kCreateReceipts); });
+      authorization_id_(std::move(authorization_id)) {
+  store_.prepare_rebinds();
 }
 
 nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
@@ -159,9 +56,9 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
   // The replay must win before the CAS checks: an applied rebind has moved the revision on.
   std::optional<nlohmann::json> recorded;
   rebind::TaskSnapshot snapshot;
-  db_.read([&](SQLite::Database& db) {
-    recorded = replay(db, task_id, request.idempotency_key, request_sha);
-    if (!recorded) snapshot = rebind::load_and_validate(db, task_id, request);
+  store_.read([&](store::Transaction& transaction) {
+    recorded = replay(transaction, task_id, request.idempotency_key, request_sha);
+    if (!recorded) snapshot = rebind::load_and_validate(transaction, task_id, request);
   });
   if (recorded) return *recorded;
 
@@ -177,13 +74,13 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
   }
 
   nlohmann::json result;
-  db_.write([&](SQLite::Database& db) {
-    if ((recorded = replay(db, task_id, request.idempotency_key, request_sha))) return;
-    const auto current = rebind::load_and_validate(db, task_id, request);
-    const auto& old_digest = current.old_execution.at("execution_digest");
-    const auto& new_digest = new_execution.at("execution_digest");
+  store_.write([&](store::Transaction& transaction) {
+    if ((recorded = replay(transaction, task_id, request.idempotency_key, request_sha))) return;
+    const auto current = rebind::load_and_validate(transaction, task_id, request);
+    const auto old_digest = current.old_execution.at("execution_digest").get<std::string>();
+    const auto new_digest = new_execution.at("execution_digest").get<std::string>();
     const std::int64_t applied_revision = request.expected_revision + 1;
-    const std::string now = format_iso8601(clock_.now());
+    const std::string now = format_iso8601(store_.now());
 
     nlohmann::json metadata = current.metadata;
     metadata["execution"] = new_execution;
@@ -191,15 +88,25 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
                                         {"task_id", binding.task_id},
                                         {"job_id", binding.job_id},
                                         {"execution_digest", new_digest}};
-    require_event_table(db);
-    if (!apply_update(db, task_id, request, current, metadata, new_execution, applied_revision,
-                      now)) {
+    if (!transaction.apply_rebind(
+            {.task_id = task_id,
+             .expected_status = request.expected_status,
+             .expected_revision = request.expected_revision,
+             .expected_attempt = request.expected_attempt,
+             .expected_claimed_by = current.claimed_by,
+             .metadata_json = canonical_json(metadata),
+             .applied_revision = applied_revision,
+             .execution_digest = new_digest,
+             .action = new_execution.at("action").get<std::string>(),
+             .adapter = new_execution.at("adapter").get<std::string>(),
+             .capability_scope_json = canonical_json(new_execution.at("capability_scope")),
+             .updated_at = now})) {
       fail(ErrorCode::EXECUTION_REBIND_CAS_MISMATCH);
     }
     const nlohmann::json claimed_by =
         current.claimed_by ? nlohmann::json(*current.claimed_by) : nlohmann::json();
-    store::append_event(
-        db, task_id, std::string(kExecutionRebindEventType), std::string(kExecutionRebindActor),
+    transaction.append_event(
+        task_id, std::string(kExecutionRebindEventType), std::string(kExecutionRebindActor),
         {{"schema", kExecutionRebindEventSchema},
          {"task_id", task_id},
          {"job_id", binding.job_id},
@@ -218,8 +125,19 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
          {"previous_claimed_by", claimed_by},
          {"stale_claim_normalized", current.claimed_by && !current.claimed_by->empty()}},
         now);
-    insert_receipt(db, task_id, request, request_sha, old_digest, new_digest, applied_revision,
-                   now);
+    transaction.insert_rebind_receipt(
+        {.task_id = task_id,
+         .idempotency_key = request.idempotency_key,
+         .request_sha256 = request_sha,
+         .authorization_id = request.authorization_id,
+         .previous_verification_sha256 = request.previous_verification_sha256,
+         .old_execution_digest = old_digest,
+         .new_execution_digest = new_digest,
+         .expected_revision = request.expected_revision,
+         .applied_revision = applied_revision,
+         .attempt = request.expected_attempt,
+         .reason = request.reason,
+         .created_at = now});
     result = {{"task_id", task_id},
               {"status", "QUEUED"},
               {"attempt", request.expected_attempt},

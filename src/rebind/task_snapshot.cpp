@@ -10,27 +10,8 @@ namespace {
 
 using envelope::fail;
 
-// Columns every supported schema has; a database without them was never a task plane.
-constexpr const char* kRequiredColumns[] = {
-    "task_id",    "status",           "attempt",          "revision",
-    "claimed_by", "lease_token_hash", "lease_expires_at", "verification_json"};
-
-std::optional<std::string> optional_text(const SQLite::Column& column) {
-  if (column.isNull()) return std::nullopt;
-  return column.getString();
-}
-
 bool blank(const std::optional<std::string>& value) {
   return !value || value->empty();
-}
-
-// Python truthiness of a JSON value, for the seed's `value or default`.
-bool truthy(const nlohmann::json& value) {
-  if (value.is_null()) return false;
-  if (value.is_boolean()) return value.get<bool>();
-  if (value.is_number()) return value != 0;
-  if (value.is_string() || value.is_array() || value.is_object()) return !value.empty();
-  return true;
 }
 
 // The digest of the stored verification; a task never verified hashes as {}.
@@ -73,48 +54,24 @@ nlohmann::json required_capabilities(const std::optional<std::string>& raw,
 
 }  // namespace
 
-std::set<std::string> columns_of(SQLite::Database& db, const std::string& table) {
-  store::Prepared query(db, "SELECT name FROM pragma_table_info(?)");
-  query->bind(1, table);
-  std::set<std::string> names;
-  while (query->executeStep()) names.insert(query->getColumn(0).getString());
-  return names;
-}
-
-TaskSnapshot load_and_validate(SQLite::Database& db, const std::string& task_id,
+TaskSnapshot load_and_validate(store::Transaction& transaction, const std::string& task_id,
                                const ExecutionRebindRequest& request) {
-  TaskSnapshot snapshot;
-  snapshot.columns = columns_of(db, "tasks");
-  for (const char* name : kRequiredColumns) {
-    if (!snapshot.columns.contains(name)) fail(ErrorCode::TASK_SCHEMA_EXECUTION_REBIND_UNSUPPORTED);
-  }
-  if (!snapshot.columns.contains("metadata_json"))
-    fail(ErrorCode::TASK_METADATA_SCHEMA_UNSUPPORTED);
-  const bool has_requirement = snapshot.columns.contains("required_capabilities_json");
-
-  store::Prepared query(db,
-                        std::string("SELECT status,revision,attempt,claimed_by,lease_token_hash,"
-                                    "lease_expires_at,verification_json,metadata_json,") +
-                            (has_requirement ? "required_capabilities_json" : "NULL") +
-                            " FROM tasks WHERE task_id=?");
-  query->bind(1, task_id);
-  if (!query->executeStep()) fail(ErrorCode::TASK_NOT_FOUND);
-
-  if (query->getColumn(0).getString() != request.expected_status ||
-      query->getColumn(1).getInt64() != request.expected_revision ||
-      query->getColumn(2).getInt64() != request.expected_attempt) {
+  const auto task = transaction.load_rebind_task(task_id);
+  if (!task) fail(ErrorCode::TASK_NOT_FOUND);
+  if (task->status != request.expected_status || task->revision != request.expected_revision ||
+      task->attempt != request.expected_attempt) {
     fail(ErrorCode::EXECUTION_REBIND_CAS_MISMATCH);
   }
-  snapshot.claimed_by = optional_text(query->getColumn(3));
-  if (!blank(optional_text(query->getColumn(4))) || !blank(optional_text(query->getColumn(5)))) {
+  TaskSnapshot snapshot;
+  snapshot.claimed_by = task->claimed_by;
+  if (!blank(task->lease_token_hash) || !blank(task->lease_expires_at)) {
     fail(ErrorCode::EXECUTION_REBIND_ACTIVE_LEASE_DENY);
   }
-  if (verification_sha(optional_text(query->getColumn(6))) !=
-      request.previous_verification_sha256) {
+  if (verification_sha(task->verification_json) != request.previous_verification_sha256) {
     fail(ErrorCode::EXECUTION_REBIND_VERIFICATION_DRIFT);
   }
 
-  snapshot.metadata = metadata_object(optional_text(query->getColumn(7)));
+  snapshot.metadata = metadata_object(task->metadata_json);
   const auto execution = snapshot.metadata.find("execution");
   if (execution == snapshot.metadata.end() || !execution->is_object()) {
     fail(ErrorCode::TASK_EXECUTION_METADATA_MISSING);
@@ -130,13 +87,13 @@ TaskSnapshot load_and_validate(SQLite::Database& db, const std::string& task_id,
   const auto projection = snapshot.metadata.find("execution_projection");
   if (projection != snapshot.metadata.end() && projection->is_object()) {
     const auto projected = projection->find("execution_digest");
-    if (projected != projection->end() && truthy(*projected) &&
+    if (projected != projection->end() && envelope::python_truthy(*projected) &&
         *projected != request.expected_old_execution_digest) {
       fail(ErrorCode::EXECUTION_REBIND_PROJECTION_DRIFT);
     }
   }
   snapshot.required_capabilities =
-      required_capabilities(optional_text(query->getColumn(8)), snapshot.old_execution);
+      required_capabilities(task->required_capabilities_json, snapshot.old_execution);
   return snapshot;
 }
 

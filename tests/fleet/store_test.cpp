@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fleet/fleet_fixture.hpp"
-#include "store/schema.sql.hpp"
+#include "store/sqlite/schema.sql.hpp"
 
 namespace aios::fleet_test {
 namespace {

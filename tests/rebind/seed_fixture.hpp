@@ -143,10 +143,12 @@ class SeedDbTest : public ::testing::Test {
   void make_db(const SeedTask& task = {}) {
     make_seed_db(path(), task);
     db_ = std::make_unique<Database>(DatabaseOptions{.path = path(), .migrate = false});
+    sqlite_ = std::make_unique<store::SqliteStore>(*db_, clock_);
   }
 
   // Closes the database, deletes it and makes a new one, for table tests.
   void remake_db(const SeedTask& task = {}) {
+    sqlite_.reset();
     db_.reset();
     for (const char* suffix : {"", "-wal", "-shm"}) {
       std::filesystem::remove(path().string() + suffix);
@@ -157,7 +159,7 @@ class SeedDbTest : public ::testing::Test {
   std::filesystem::path path() const { return dir_ / "state.sqlite3"; }
 
   ExecutionRebindStore store(ExecutionResolver resolver = seed_resolver) {
-    return {*db_, std::move(resolver), std::string(kAuthorization), clock_};
+    return {*sqlite_, std::move(resolver), std::string(kAuthorization)};
   }
 
   // Every row of `sql`, each column as text ("NULL" for NULL).
@@ -199,6 +201,7 @@ class SeedDbTest : public ::testing::Test {
   test::ScopedTempDir dir_;
   ManualClock clock_;
   std::unique_ptr<Database> db_;
+  std::unique_ptr<store::SqliteStore> sqlite_;  // over db_
 };
 
 }  // namespace aios::rebind_test

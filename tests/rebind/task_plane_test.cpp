@@ -67,14 +67,15 @@ TEST_F(RebindOnTaskPlane, ReboundTaskIsClaimableUnderTheNewDigestOnly) {
   ASSERT_EQ(before["status"], "QUEUED");
   ASSERT_EQ(before["attempt"], 1);
   Database rebind_db({.path = db_path(), .migrate = false});
+  store::SqliteStore rebind_store(rebind_db, clock_);
   Json asked;
   ExecutionRebindStore store(
-      rebind_db,
+      rebind_store,
       [&](const std::string&, const Json& capabilities) {
         asked = capabilities;
         return plan_;
       },
-      std::string(kAuthorization), clock_);
+      std::string(kAuthorization));
   const Json result = store.rebind("task-rebind-1", owner_request(before));
   EXPECT_EQ(result["revision"], before["revision"].get<int>() + 1);
   EXPECT_EQ(asked, (Json{"code.read"}));
@@ -108,9 +109,10 @@ TEST_F(RebindOnTaskPlane, ClaimedTaskIsNotRebound) {
   register_worker(agent_, "worker-reader-2");
   claim(agent_, "task-rebind-1", "worker-reader-2");
   Database rebind_db({.path = db_path(), .migrate = false});
+  store::SqliteStore rebind_store(rebind_db, clock_);
   ExecutionRebindStore store(
-      rebind_db, [this](const std::string&, const Json&) { return plan_; },
-      std::string(kAuthorization), clock_);
+      rebind_store, [this](const std::string&, const Json&) { return plan_; },
+      std::string(kAuthorization));
   EXPECT_EQ(code_of([&] { store.rebind("task-rebind-1", owner_request(returned)); }),
             "EXECUTION_REBIND_CAS_MISMATCH");
   EXPECT_EQ(view("task-rebind-1")["status"], "CLAIMED");

@@ -3,19 +3,49 @@
 // transaction with its row in schema_migrations; never edit a shipped migration, add one.
 
 #include <array>
+#include <cstddef>
 #include <string_view>
 
 namespace aios::store {
+
+// The seed's receipts of applied rebinds. Migration 1 creates the table; the rebind service
+// creates it too on the seed's own two-table database, which it must not migrate.
+inline constexpr char kCreateRebindReceipts[] =
+    R"sql(CREATE TABLE IF NOT EXISTS task_execution_rebinds(
+  task_id TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  request_sha256 TEXT NOT NULL,
+  authorization_id TEXT NOT NULL,
+  previous_verification_sha256 TEXT NOT NULL,
+  old_execution_digest TEXT NOT NULL,
+  new_execution_digest TEXT NOT NULL,
+  expected_revision INTEGER NOT NULL,
+  applied_revision INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(task_id,idempotency_key)
+);
+)sql";
+
+// The text of `parts` one after another, at compile time, so one statement can be part of a
+// migration and also stand alone.
+template <std::size_t... N>
+constexpr auto concat_sql(const char (&... parts)[N]) {
+  std::array<char, (N + ...) - sizeof...(N) + 1> out{};
+  std::size_t at = 0;
+  for (const std::string_view part : {std::string_view(parts, N - 1)...}) {
+    for (const char c : part) out[at++] = c;
+  }
+  return out;
+}
 
 struct Migration {
   int version;
   std::string_view sql;
 };
 
-// The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
-// task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 4> kMigrations = {{
-    {1, R"sql(
+inline constexpr auto kMigration1 = concat_sql(R"sql(
 CREATE TABLE IF NOT EXISTS tasks(
   task_id TEXT PRIMARY KEY,
   status TEXT NOT NULL,
@@ -134,22 +164,13 @@ CREATE TABLE IF NOT EXISTS fleet_task_quarantine(
   quarantined_until REAL NOT NULL,
   PRIMARY KEY(task_id, worker_id)
 );
-CREATE TABLE IF NOT EXISTS task_execution_rebinds(
-  task_id TEXT NOT NULL,
-  idempotency_key TEXT NOT NULL,
-  request_sha256 TEXT NOT NULL,
-  authorization_id TEXT NOT NULL,
-  previous_verification_sha256 TEXT NOT NULL,
-  old_execution_digest TEXT NOT NULL,
-  new_execution_digest TEXT NOT NULL,
-  expected_revision INTEGER NOT NULL,
-  applied_revision INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  reason TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  PRIMARY KEY(task_id,idempotency_key)
-);
-)sql"},
+)sql",
+                                               kCreateRebindReceipts);
+
+// The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
+// task_execution_rebinds) so its fixtures and an existing deployment's database still work.
+inline constexpr std::array<Migration, 4> kMigrations = {{
+    {1, std::string_view(kMigration1.data(), kMigration1.size() - 1)},
     // A heartbeat finds its dispatch by claim id, and a poll the tasks that failed in its
     // worker's domain, without scanning the dispatch history.
     // The governed Bridge: deterministic plans, writer leases (live while the task lease that

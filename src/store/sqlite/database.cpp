@@ -9,7 +9,7 @@
 
 #include "aios/error.hpp"
 #include "aios/store.hpp"
-#include "store/schema.sql.hpp"
+#include "store/sqlite/schema.sql.hpp"
 
 namespace aios {
 namespace {
