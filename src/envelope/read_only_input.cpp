@@ -21,13 +21,12 @@ nlohmann::json criteria_of(const nlohmann::json& criteria) {
   auto normalized = nlohmann::json::array();
   for (const auto& item : criteria) {
     if (!item.is_object()) fail(ErrorCode::AGENT_RUNTIME_SUCCESS_CRITERIA_INVALID);
-    static const nlohmann::json kMissing;
     const auto id_it = item.find("id");
     const auto description_it = item.find("description");
-    const std::string id = require_text(id_it == item.end() ? kMissing : *id_it,
+    const std::string id = require_text(id_it == item.end() ? envelope::kNull : *id_it,
                                         ErrorCode::AGENT_RUNTIME_SUCCESS_CRITERIA_INVALID);
     const std::string description =
-        require_text(description_it == item.end() ? kMissing : *description_it,
+        require_text(description_it == item.end() ? envelope::kNull : *description_it,
                      ErrorCode::AGENT_RUNTIME_SUCCESS_CRITERIA_INVALID);
     normalized.push_back(
         {{"id", truncated(id, 120)}, {"description", truncated(description, 1000)}});
@@ -58,7 +57,6 @@ nlohmann::json normalize_agent_runtime_input(const nlohmann::json& value) {
   if (!value.is_object()) fail(ErrorCode::AGENT_RUNTIME_INPUT_REQUIRED);
   require_known_keys(value, {"goal", "instructions", "success_criteria", "constraints"},
                      ErrorCode::AGENT_RUNTIME_INPUT_FIELDS_INVALID);
-  static const nlohmann::json kMissing;
   using envelope::kEmptyArray;
   using envelope::kEmptyObject;
   using envelope::kEmptyText;
@@ -69,7 +67,7 @@ nlohmann::json normalize_agent_runtime_input(const nlohmann::json& value) {
     return it == value.end() ? fallback : *it;
   };
   const std::string goal =
-      require_text(field("goal", kMissing), ErrorCode::AGENT_RUNTIME_GOAL_REQUIRED);
+      require_text(field("goal", envelope::kNull), ErrorCode::AGENT_RUNTIME_GOAL_REQUIRED);
   const auto& instructions = field("instructions", kEmptyText);
   if (!instructions.is_string()) fail(ErrorCode::AGENT_RUNTIME_INSTRUCTIONS_INVALID);
   nlohmann::json criteria = criteria_of(field("success_criteria", kEmptyArray));
