@@ -24,8 +24,7 @@ using test::code_of;
 // A backend under test: a fresh, empty, migrated store in `dir` on `clock`.
 struct Backend {
   std::string name;
-  std::function<std::unique_ptr<store::Store>(const std::filesystem::path& dir,
-                                              const Clock& clock)>
+  std::function<std::unique_ptr<store::Store>(const std::filesystem::path& dir, const Clock& clock)>
       open;
 };
 
