@@ -24,6 +24,7 @@
 #include "aios/http.hpp"
 #include "aios/store.hpp"
 #include "aios/taskapi.hpp"
+#include "store/sqlite/database.hpp"
 
 namespace {
 
@@ -124,7 +125,8 @@ struct Fixture {
   fs::path dir = temp_dir();
   aios::SystemClock clock;
   aios::Database db{{.path = dir / "state.sqlite3", .connections = 10}};
-  aios::TaskPlane plane{db, clock, {}};
+  aios::store::SqliteStore store{db, clock};
+  aios::TaskPlane plane{store, {}};
   json agent_token;
   aios::Agent agent;
 

@@ -57,10 +57,10 @@ int main(int argc, char** argv) {
       aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
     };
     // The scheduler owns the schema: this process never migrates it.
-    aios::Database db({.path = db_path, .connections = options.threads + 1, .migrate = false});
     const aios::SystemClock clock;
-    aios::store::SqliteStore task_store(db, clock);
-    aios::ExecutionRebindStore store(task_store, std::move(resolver), authorization);
+    const auto task_store = aios::store::open_sqlite_store(
+        {.path = db_path, .connections = options.threads + 1, .migrate = false}, clock);
+    aios::ExecutionRebindStore store(*task_store, std::move(resolver), authorization);
     aios::ExecutionRebindApi api(store, token);
     options.admits = [&api](const aios::http::Request& request) { return api.admits(request); };
     aios::http::Server server(

@@ -12,7 +12,6 @@
 #include "../common/daemon_cli.hpp"
 #include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
-#include "aios/broker.hpp"
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 #include "aios/log.hpp"

@@ -106,9 +106,10 @@ int main(int argc, char** argv) {
     const std::string token =
         aios::read_secret_file(token_file, 32, aios::ErrorCode::CONTROL_CREDENTIAL_UNAVAILABLE,
                                aios::ErrorCode::CONTROL_CREDENTIAL_INVALID);
-    aios::Database db({.path = db_path, .connections = threads + 1});
     const aios::SystemClock clock;
-    aios::TaskPlane plane(db, clock, {.lease = std::chrono::seconds(lease_seconds)});
+    const auto store = aios::store::open_sqlite_store(
+        {.path = db_path, .connections = static_cast<std::size_t>(threads) + 1}, clock);
+    aios::TaskPlane plane(*store, {.lease = std::chrono::seconds(lease_seconds)});
     aios::TaskApiMetrics metrics;
     aios::TaskApi api(plane, token, metrics);
     aios::http::ServerOptions options;
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
     options.admits = [&api](const aios::http::Request& request) { return api.admits(request); };
     aios::http::Server server(
         options, [&api](const aios::http::Request& request) { return api.handle(request); });
-    aios::Bridge bridge(db, plane, clock, token,
+    aios::Bridge bridge(*store, plane, token,
                         {.authority_git_dir = authority,
                          .verification_executables = {verification_executables.begin(),
                                                       verification_executables.end()}});
@@ -146,7 +147,7 @@ int main(int argc, char** argv) {
                                            {"bridge_port", bridge_server.port()},
                                            {"authority_git_dir", authority},
                                            {"db", db_path},
-                                           {"schema_version", db.schema_version()},
+                                           {"schema_version", store->schema_version()},
                                            {"version", aios::kVersion}});
     aios::service_manager::notify_ready("serving the Task API on " + api_host + ":" +
                                         std::to_string(server.port()) + " and the Bridge on " +

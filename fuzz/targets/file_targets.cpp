@@ -6,6 +6,7 @@
 #include "aios/store.hpp"
 #include "executor/output.hpp"
 #include "fuzz_targets.hpp"
+#include "store/sqlite/database.hpp"
 #include "support.hpp"
 #include "worker/internal.hpp"
 

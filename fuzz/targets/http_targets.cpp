@@ -11,6 +11,7 @@
 #include "aios/taskapi.hpp"
 #include "fuzz_targets.hpp"
 #include "http/request_parser.hpp"
+#include "store/sqlite/database.hpp"
 #include "support.hpp"
 
 namespace aios::fuzz {
@@ -33,11 +34,11 @@ const std::string kControlToken = "owner-7f3c9a1e5b2d8046fa93c17e2b5d09a4c6e18f3
 struct Endpoints {
   Endpoints()
       : db({.path = scratch_dir() / "endpoints.sqlite3", .connections = 2}),
-        plane(db, clock),
-        api(plane, kControlToken, metrics),
-        bridge(db, plane, clock, kControlToken,
-               BridgeOptions{.authority_git_dir = scratch_dir() / "authority.git"}),
         task_store(db, clock),
+        plane(task_store),
+        api(plane, kControlToken, metrics),
+        bridge(task_store, plane, kControlToken,
+               BridgeOptions{.authority_git_dir = scratch_dir() / "authority.git"}),
         rebind_store(
             task_store,
             [](const std::string&, const nlohmann::json&) -> nlohmann::json {
@@ -77,11 +78,11 @@ struct Endpoints {
 
   SystemClock clock;
   Database db;
+  store::SqliteStore task_store;
   TaskPlane plane;
   TaskApiMetrics metrics;
   TaskApi api;
   Bridge bridge;
-  store::SqliteStore task_store;
   ExecutionRebindStore rebind_store;
   ExecutionRebindApi rebind_api;
   std::string agent_token;

@@ -4,7 +4,7 @@
 // its own port over the same database as the Task API; the scheduler is the only process that
 // writes the authority repository. docs/api.md ("Governed Bridge API") is the wire contract.
 //
-// Every call that changes state is one BEGIN IMMEDIATE transaction with its task_events row
+// Every call that changes state is one store transaction with its task_events row
 // (the audit trail); none of them changes a task's revision, so a worker's claim CAS is never
 // disturbed by a resolution or a commit. Thread-safe.
 
@@ -35,8 +35,8 @@ struct BridgeOptions {
 class Bridge {
  public:
   // `control_token` is the owner's bearer token; agents authenticate through `plane`.
-  Bridge(Database& db, TaskPlane& plane, const Clock& clock, std::string control_token,
-         BridgeOptions options);
+  // Times (commit dates, leases) come from the store's clock.
+  Bridge(store::Store& store, TaskPlane& plane, std::string control_token, BridgeOptions options);
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
@@ -69,9 +69,8 @@ class Bridge {
                          const std::optional<TaskPlane::AgentHold>& hold,
                          const nlohmann::json& resolved, const std::string& source);
 
-  Database& db_;
+  store::Store& store_;
   TaskPlane& plane_;
-  const Clock& clock_;
   std::string control_token_;
   BridgeOptions options_;
   std::mutex commit_mutex_;  // one writer of the authority repository at a time

@@ -4,8 +4,8 @@
 // fleet's capacity, circuit and quarantine checks inside the same transaction, and every later
 // transition (heartbeat, result, release, verification, cancel, lease expiry).
 //
-// Every public call is one transaction (BEGIN IMMEDIATE for writes) that commits the transition
-// with its task_events row, or throws aios::Error and changes nothing. Thread-safe.
+// Every public call is one store::Store transaction that commits the transition with its
+// task_events row, or throws aios::Error and changes nothing. Thread-safe.
 
 #include <chrono>
 #include <cstdint>
@@ -48,9 +48,47 @@ struct Eligibility {
   std::vector<std::string> reasons;  // capability_missing, adapter_not_allowed, offline, ...
 };
 
+namespace fleet {
+
+// What an agent shows to act for one attempt: its lease token, the attempt and the envelope
+// digest it works on. Parsed from the body's lease_token, attempt and execution_digest
+// (LEASE_INVALID, ATTEMPT_INVALID, EXECUTION_DIGEST_INVALID).
+struct LeaseProof {
+  std::string token;
+  std::int64_t attempt = 0;
+  std::string execution_digest;
+};
+LeaseProof lease_proof_of(const nlohmann::json& body);
+
+// The task, or TASK_NOT_FOUND.
+store::TaskRow load_existing_task(store::Transaction& tx, const std::string& task_id);
+
+// The task's current execution envelope, from metadata_json (authoritative: the rebind service
+// rewrites it).
+nlohmann::json execution_of(const store::TaskRow& row);
+
+// Parses a stored JSON column (bounded nesting), or returns `fallback` for an empty one;
+// STORE_FAILURE for a damaged one.
+nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback);
+
+// A task fenced for a side effect by the attempt that proves `proof`, in the caller's
+// transaction: only the current holder of the live task lease, through a worker of `agent`, on
+// the current attempt and envelope digest, gets it (TASK_NOT_FOUND, TASK_NOT_CLAIMED,
+// LEASE_INVALID, LEASE_EXPIRED, ATTEMPT_STALE, TASK_EXECUTION_DIGEST_MISMATCH). The Bridge
+// fences its writer leases and commits with it.
+struct FencedTask {
+  store::TaskRow row;
+  nlohmann::json execution;
+};
+FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id, const Agent& agent,
+                         const LeaseProof& proof, TimePoint now);
+
+}  // namespace fleet
+
 class TaskPlane {
  public:
-  TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options = {});
+  // Lease time and every recorded time come from the store's clock.
+  explicit TaskPlane(store::Store& store, TaskPlaneOptions options = {});
   ~TaskPlane();
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
@@ -131,8 +169,7 @@ class TaskPlane {
   void record_worker_success(const std::string& worker_id);
 
  private:
-  Database& db_;
-  const Clock& clock_;
+  store::Store& store_;
   TaskPlaneOptions options_;
   std::unique_ptr<fleet::TaskFactsCache> facts_;
   std::unique_ptr<fleet::TaskViewCache> views_;

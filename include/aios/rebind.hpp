@@ -86,7 +86,7 @@ ExecutionResolver make_bridge_execution_resolver(
 // task_execution_rebinds if missing, and changes no other part of the schema. Thread-safe.
 class ExecutionRebindStore {
  public:
-  // `store` must outlive this (for SQLite, over a Database opened with migrate=false); its clock
+  // `store` must outlive this (for SQLite, opened with migrate=false); its clock
   // dates events and receipts. Throws as Store::write when the store cannot be prepared to keep
   // receipts.
   ExecutionRebindStore(store::Store& store, ExecutionResolver resolver,

@@ -1,102 +1,26 @@
 #pragma once
-// The task store: the seam every module reaches durable state through (store::Store, one
-// transaction's operations in store::Transaction), and its SQLite backend (src/store/sqlite/,
-// the only code that knows SQL or SQLiteCpp): a pool of SQLite connections (WAL,
-// synchronous=FULL, busy timeout) with numbered migrations, and the row-level operations every
-// transition is built from.
-//
-// The seam is being put in place module by module (issue 21): the rebind service goes through
-// store::Store only; the task plane, the Bridge and the worker's checkpoints still take the
-// SQLite connection that Database::write hands out, and move behind the seam next.
-//
-// Writes run inside Database::write, each in its own savepoint of a BEGIN IMMEDIATE
-// transaction, so a transition and its task_events row commit together or not at all. Writes
-// that arrive while another commits are group-committed: one transaction and one fsync for the
-// queued writes, each acknowledged only after that COMMIT. Another process (the rebind daemon)
-// may write the same file; nothing here assumes a single writer.
+// The task store: the seam every module reaches durable state through. store::Store runs
+// transactions; store::Transaction holds one transaction's domain operations (tasks and their
+// events, agents, workers and their slots, claims and dispatches, results, plans, writer
+// leases, commit receipts, rebinds); store::CheckpointStore is the worker's local one. The SQLite
+// backend (src/store/sqlite/) is the only code that knows SQL or SQLiteCpp; a second backend
+// implements these and passes tests/store/conformance_test.cpp.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aios/sys.hpp"
 
-namespace SQLite {
-class Database;
-class Statement;
-}  // namespace SQLite
-
-namespace aios {
-
-struct DatabaseOptions {
-  std::filesystem::path path;
-  std::chrono::milliseconds busy_timeout{30000};
-  std::size_t connections = 4;
-  bool migrate = true;  // false for a process that must not change the schema
-};
-
-// Thread-safe. Throws aios::Error STORE_UNAVAILABLE when the file cannot be opened and
-// STORE_DURABILITY_UNAVAILABLE when WAL or synchronous=FULL cannot be had.
-class Database {
- public:
-  explicit Database(DatabaseOptions options);
-  ~Database();
-  Database(const Database&) = delete;
-  Database& operator=(const Database&) = delete;
-
-  // Runs `body` in BEGIN IMMEDIATE … COMMIT on a pooled connection, possibly beside other
-  // threads' writes queued at the same moment (in their order, each in its own savepoint);
-  // returns once the COMMIT holding it is durable. An exception from `body` rolls back `body`'s
-  // writes alone and propagates. SQLite failures become STORE_BUSY (lock timeout), STORE_FULL
-  // or STORE_FAILURE. A body must not call write (STORE_FAILURE).
-  void write(const std::function<void(SQLite::Database&)>& body);
-
-  // Runs `body` in a read transaction (a consistent snapshot).
-  void read(const std::function<void(SQLite::Database&)>& body);
-
-  // The schema version after migrations.
-  int schema_version();
-
-  const std::filesystem::path& path() const { return options_.path; }
-
- private:
-  class Pool;
-  class Writer;
-  DatabaseOptions options_;
-  std::unique_ptr<Pool> pool_;
-  std::unique_ptr<Writer> writer_;
-};
-
-namespace store {
-
-// A prepared statement for one use. Inside Database::write or read, on that call's connection,
-// it is kept by the connection for the next use of the same SQL (reset and unbound when this
-// goes out of scope): preparing is most of the cost of the task plane's short queries. On any
-// other connection, or when the connection keeps its limit of statements, it is prepared for
-// this use only. Either way it behaves as a fresh SQLite::Statement.
-class Prepared {
- public:
-  Prepared(SQLite::Database& db, const std::string& sql);
-  ~Prepared();
-  Prepared(const Prepared&) = delete;
-  Prepared& operator=(const Prepared&) = delete;
-
-  SQLite::Statement& operator*() const { return *statement_; }
-  SQLite::Statement* operator->() const { return statement_; }
-
- private:
-  std::unique_ptr<SQLite::Statement> owned_;
-  SQLite::Statement* statement_ = nullptr;
-  bool* in_use_ = nullptr;  // the kept statement's flag, cleared when this is done with it
-};
+namespace aios::store {
 
 // One row of `tasks`, typed. Optional text columns are empty strings when NULL.
 struct TaskRow {
@@ -126,35 +50,158 @@ struct TaskRow {
   std::string execution_digest;
   std::string capability_scope_json;
   std::int64_t seq = 0;
+  // Advanced by every heartbeat: the fence a lease sweep checks besides the revision, which a
+  // heartbeat leaves alone.
+  std::int64_t lease_generation = 0;
 
   bool operator==(const TaskRow&) const = default;
 };
 
-std::optional<TaskRow> load_task(SQLite::Database& db, const std::string& task_id);
+// An agent as stored: the SHA-256 of its token, never the token.
+struct AgentRecord {
+  std::string agent_id;
+  std::string token_sha256;
+  std::string granted_capabilities_json;
+  std::string granted_tenants_json;
+  std::string created_at;
+};
 
-// Inserts a new task with the next queue sequence number.
-void insert_task(SQLite::Database& db, const TaskRow& row);
+// A worker and its fleet state, as judged at one instant `now` (the slots in use count only
+// live claims and reservations).
+struct WorkerRecord {
+  std::string worker_id;
+  std::string agent_id;
+  std::string capabilities_json;
+  std::string allowed_adapters_json;
+  std::string labels_json;
+  std::string tenants_json;
+  double last_seen = 0;
+  std::int64_t max_slots = 1;
+  std::string failure_domain;
+  std::string circuit_state = "CLOSED";
+  double circuit_open_until = 0;
+  std::int64_t consecutive_failures = 0;
+  bool quarantined = false;
+  std::int64_t used_slots = 0;  // active claims + live reservations
+  std::int64_t probes = 0;      // claims taken since a circuit half-opened
+};
 
-// Writes every mutable column of `row` where the stored revision is `expected_revision`;
-// false when another transition got there first.
-bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected_revision);
+// What an agent registers (or registers again) for one of its workers.
+struct WorkerRegistration {
+  std::string worker_id;
+  std::string agent_id;
+  std::string capabilities_json;
+  std::string allowed_adapters_json;
+  std::string labels_json;
+  std::string tenants_json;
+  std::string registered_at;
+  double seen_at = 0;
+  std::int64_t max_slots = 1;
+  std::string failure_domain;
+};
 
-void append_event(SQLite::Database& db, const std::string& task_id, const std::string& event_type,
-                  const std::string& agent_id, const nlohmann::json& payload,
-                  const std::string& created_at);
+// What the owner sets on a worker's capacity row.
+struct WorkerCapacity {
+  std::string worker_id;
+  std::int64_t max_slots = 1;
+  std::string failure_domain;
+  std::string labels_json;
+  bool quarantined = false;
+  double updated_at = 0;
+};
 
-// Tasks in `status` (any status when empty), in queue order (seq), at most `limit`, after
-// `after_seq`.
-std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
-                                       std::int64_t after_seq, std::size_t limit);
+// A claim as it is taken: its claims row, its fleet dispatch (the slot) and its scope's count.
+struct ClaimRecord {
+  std::string claim_id;
+  std::string reservation_id;
+  std::string task_id;
+  std::string worker_id;
+  std::string agent_id;
+  std::int64_t attempt = 0;
+  std::int64_t task_revision = 0;  // the revision the claim CAS was taken against
+  std::string scope_key;
+  std::string failure_domain;
+  std::int64_t max_slots = 1;
+  double score = 0;
+  double lease_expires_at = 0;
+  double now = 0;
+  std::string created_at;
+};
 
-// Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority first,
-// then the scope served least: dispatch_count / scope_weight, then queue order), until it
-// returns false. Reads only the rows it visits, through indexes.
-void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
-                                       const std::function<bool(const TaskRow&)>& visit);
+struct TaskQuarantine {
+  std::string task_id;
+  std::string worker_id;
+  std::string failure_class;
+  std::int64_t failures = 0;
+};
 
-// --- the seam ------------------------------------------------------------------------------
+// An idempotent result: what a replay of the same key answers.
+struct ResultRecord {
+  std::string task_id;
+  std::string idempotency_key;
+  std::int64_t attempt = 0;
+  std::string agent_id;
+  std::string request_sha256;
+  std::string response_json;
+  std::string created_at;
+};
+
+struct EventRecord {
+  std::int64_t event_id = 0;
+  std::string event_type;
+  std::string agent_id;
+  std::string payload_json;
+  std::string created_at;
+};
+
+// A claimed task's lease, for the sweeper.
+struct LeaseRecord {
+  std::string task_id;
+  std::string lease_expires_at;
+};
+
+// The owner's registered plan for a task.
+struct PlanRecord {
+  std::string task_id;
+  std::string plan_sha256;
+  std::string plan_json;
+  std::string execution_digest;
+  std::string created_at;
+};
+
+// A writer lease on a target branch, held by one claim of one task.
+struct WriterLease {
+  std::string writer_lease_id;
+  std::string target_branch;
+  std::string task_id;
+  std::string claim_id;
+  std::int64_t attempt = 0;
+  std::string execution_digest;
+  std::string agent_id;
+  std::string created_at;
+};
+
+// A governed commit's receipt: PENDING before the ref moves, APPLIED after.
+struct CommitReceipt {
+  std::string commit_idempotency_key;
+  std::string task_id;
+  std::string execution_digest;
+  std::string target_branch;
+  std::optional<std::string> old_oid;
+  std::string commit_oid;
+  std::string state;
+  std::int64_t attempt = 0;
+  std::string created_at;
+};
+
+// One BRIDGE_ENVELOPE_RESOLVED event's identity: who saw which digest for which attempt.
+struct Resolution {
+  std::string task_id;
+  std::string actor;
+  std::int64_t attempt = 0;
+  std::optional<std::string> worker_id;
+  std::string execution_digest;
+};
 
 // A receipt of one applied execution rebind: what a replay of the same idempotency key answers.
 struct RebindReceipt {
@@ -207,23 +254,116 @@ struct RebindUpdate {
 };
 
 // One transaction's operations. Valid only inside the Store::write or Store::read body it was
-// handed to; a read body must call only the reading ones.
+// handed to; a read body must call only the reading ones. Times are the store's clock
+// (Store::now): ISO-8601 text where a column is text, epoch seconds where it is a number.
 class Transaction {
  public:
   virtual ~Transaction() = default;
 
+  // --- tasks and their events
   virtual std::optional<TaskRow> load_task(const std::string& task_id) = 0;
-  // A new task, given the next queue sequence number. STORE_FAILURE for a task id that exists.
+  // A new task, given the next queue sequence number (from the store's counter; `row.seq` is
+  // ignored). STORE_FAILURE for a task id that exists.
   virtual void insert_task(const TaskRow& row) = 0;
-  // Every mutable column of `row` where the stored revision is `expected_revision`; false when
-  // another transition got there first.
-  virtual bool update_task(const TaskRow& row, std::int64_t expected_revision) = 0;
+  // Every mutable column of `row` (its lease generation too) where the stored revision and
+  // lease generation are the expected ones; false when another transition or a heartbeat got
+  // there first.
+  virtual bool update_task(const TaskRow& row, std::int64_t expected_revision,
+                           std::int64_t expected_lease_generation) = 0;
+  // Tasks in `status` (any status when empty), in queue order (seq), at most `limit`, after
+  // `after_seq`.
+  virtual std::vector<TaskRow> tasks_with_status(const std::string& status, std::int64_t after_seq,
+                                                 std::size_t limit) = 0;
+  // Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority
+  // first, then the scope served least: dispatch_count / scope_weight, then queue order),
+  // until it returns false. Reads only the rows it visits.
+  virtual void visit_queued_tasks_in_fleet_order(
+      const std::function<bool(const TaskRow&)>& visit) = 0;
+  // The CLAIMED tasks' leases, soonest to expire first, at most `limit`.
+  virtual std::vector<LeaseRecord> claimed_leases(std::size_t limit) = 0;
+  // The CLAIMED tasks whose claimant is a worker of `agent_id`, by task id.
+  virtual std::vector<std::string> tasks_claimed_by_agent(const std::string& agent_id) = 0;
+  virtual std::vector<std::pair<std::string, std::int64_t>> status_counts() = 0;
 
   // The event row a transition commits with.
   virtual void append_event(const std::string& task_id, const std::string& event_type,
                             const std::string& agent_id, const nlohmann::json& payload,
                             const std::string& created_at) = 0;
+  // The task's events after event id `after`, oldest first, at most `limit`.
+  virtual std::vector<EventRecord> task_events(const std::string& task_id, std::int64_t after,
+                                               std::size_t limit) = 0;
+  // True when a BRIDGE_ENVELOPE_RESOLVED event with exactly this identity exists.
+  virtual bool resolution_recorded(const Resolution& resolution) = 0;
 
+  // --- agents
+  virtual bool agent_exists(const std::string& agent_id) = 0;
+  virtual void insert_agent(const AgentRecord& agent) = 0;
+  // The unrevoked agent whose token has this SHA-256.
+  virtual std::optional<AgentRecord> live_agent_by_token(const std::string& token_sha256) = 0;
+  // Revokes the agent's token (a second revocation keeps the first time); the revocation time.
+  virtual std::string revoke_agent(const std::string& agent_id, const std::string& now) = 0;
+  // A new token, and the agent no longer revoked.
+  virtual void set_agent_token(const std::string& agent_id, const std::string& token_sha256) = 0;
+
+  // --- workers, their circuits and slots
+  virtual std::optional<WorkerRecord> load_worker(const std::string& worker_id, double now) = 0;
+  virtual std::vector<WorkerRecord> load_workers(double now) = 0;
+  // The agent a worker is registered to.
+  virtual std::optional<std::string> worker_agent(const std::string& worker_id) = 0;
+  virtual std::vector<std::string> workers_of_agent(const std::string& agent_id) = 0;
+  // Inserts the worker, or replaces its declaration (not its agent, circuit or quarantine).
+  virtual void register_worker(const WorkerRegistration& registration) = 0;
+  virtual void configure_worker(const WorkerCapacity& capacity) = 0;
+  virtual void touch_worker(const std::string& worker_id, double now) = 0;
+  // One more consecutive failure; the circuit opens until `open_until` at `threshold`.
+  virtual void note_worker_failure(const std::string& worker_id, double now, int threshold,
+                                   double open_until) = 0;
+  // The circuit closed and the failure count reset.
+  virtual void note_worker_success(const std::string& worker_id, double now) = 0;
+
+  // --- claims, dispatches, quarantines, results
+  // The claims row, the dispatch, the scope's count, and one of the worker's `max_slots` slots:
+  // a slot is taken only while free or held by a lease that has expired, so two claims can
+  // never share one. FLEET_WORKER_CAPACITY_EXHAUSTED when every slot is held.
+  virtual void insert_claim(const ClaimRecord& claim) = 0;
+  // The claim's lease, its slot and its dispatch's reservation run until `expires_at`.
+  virtual void extend_claim(const std::string& claim_id, double expires_at) = 0;
+  // The ACTIVE claim ends with `status` and frees its slot.
+  virtual void end_claim(const std::string& claim_id, const std::string& status,
+                         const std::string& now) = 0;
+  // The task's open (RESERVED or CLAIMED) dispatch ends in `state` (end_claim frees the slot).
+  virtual void end_dispatch(const std::string& task_id, const std::string& state, double now) = 0;
+  // Tasks with a dispatch that failed (RELEASED or EXPIRED) in `domain`.
+  virtual std::set<std::string> tasks_failed_in_domain(const std::string& domain) = 0;
+  virtual std::vector<std::pair<std::string, std::int64_t>> scope_dispatch_counts() = 0;
+  // True when a live task quarantine keeps `worker_id` away from `task_id`.
+  virtual bool task_quarantined(const std::string& task_id, const std::string& worker_id,
+                                double now) = 0;
+  // Keeps `worker_id` from `task_id` until `until`, counting the failures.
+  virtual void quarantine_task(const std::string& task_id, const std::string& worker_id,
+                               const std::string& failure_class, double until) = 0;
+  virtual std::vector<TaskQuarantine> live_task_quarantines(double now) = 0;
+  virtual std::optional<ResultRecord> load_result(const std::string& task_id,
+                                                  const std::string& idempotency_key) = 0;
+  virtual void insert_result(const ResultRecord& result) = 0;
+
+  // --- the Bridge: plans, writer leases, commit receipts
+  virtual std::optional<PlanRecord> load_plan(const std::string& task_id) = 0;
+  virtual void insert_plan(const PlanRecord& plan) = 0;
+  // The open writer leases of `branch`.
+  virtual std::vector<WriterLease> open_writer_leases(const std::string& branch) = 0;
+  // True when `writer_lease_id` is open and was taken by `claim_id` of `task_id`.
+  virtual bool writer_lease_open(const std::string& writer_lease_id, const std::string& task_id,
+                                 const std::string& claim_id) = 0;
+  virtual void end_writer_lease(const std::string& writer_lease_id, const std::string& now) = 0;
+  // A new open writer lease. WRITER_LEASE_BRANCH_BUSY when the branch has an open one.
+  virtual void insert_writer_lease(const WriterLease& lease) = 0;
+  virtual std::optional<CommitReceipt> load_commit_receipt(const std::string& key) = 0;
+  virtual void insert_commit_receipt(const CommitReceipt& receipt) = 0;
+  virtual void mark_commit_applied(const std::string& key, const std::string& now) = 0;
+  virtual void drop_commit_receipt(const std::string& key) = 0;
+
+  // --- rebinds
   // The task's rebind view; nullopt when there is no such task. Throws
   // TASK_SCHEMA_EXECUTION_REBIND_UNSUPPORTED when the store's tasks lack a column every task
   // plane has, then TASK_METADATA_SCHEMA_UNSUPPORTED when they lack metadata_json, whether or
@@ -260,22 +400,47 @@ class Store {
   // Makes the store ready to keep rebind receipts (the seed's own database has no table for
   // them). Idempotent.
   virtual void prepare_rebinds() = 0;
+
+  // The schema version after migrations.
+  virtual int schema_version() = 0;
 };
 
-// The SQLite backend over a Database (which must outlive it), on `clock`.
-class SqliteStore final : public Store {
+struct SqliteOptions {
+  std::filesystem::path path;
+  std::chrono::milliseconds busy_timeout{30000};
+  std::size_t connections = 4;
+  bool migrate = true;  // false for a process that must not change the schema
+};
+
+// The SQLite task store at `options.path` on `clock` (which must outlive it). STORE_UNAVAILABLE
+// when the file cannot be opened, STORE_DURABILITY_UNAVAILABLE without WAL and
+// synchronous=FULL.
+std::unique_ptr<Store> open_sqlite_store(SqliteOptions options, const Clock& clock);
+
+// The durable record of where a worker's execution of a task is. One row per task; every
+// phase change is one fsync'd commit. The lease token is kept so a restart can heartbeat the
+// same attempt.
+struct Checkpoint {
+  std::string task_id;
+  std::string execution_digest;
+  std::int64_t attempt = 0;
+  std::string lease_token;
+  std::string phase;
+  nlohmann::json state = nlohmann::json::object();
+};
+
+// The worker's local checkpoint store. STORE_FAILURE for a damaged row.
+class CheckpointStore {
  public:
-  SqliteStore(Database& db, const Clock& clock);
-
-  void write(const std::function<void(Transaction&)>& body) override;
-  void read(const std::function<void(Transaction&)>& body) override;
-  TimePoint now() const override;
-  void prepare_rebinds() override;
-
- private:
-  Database& db_;
-  const Clock& clock_;
+  virtual ~CheckpointStore() = default;
+  virtual std::optional<Checkpoint> load(const std::string& task_id) = 0;
+  virtual std::vector<Checkpoint> all() = 0;
+  virtual void save(const Checkpoint& checkpoint) = 0;
+  virtual void remove(const std::string& task_id) = 0;
 };
 
-}  // namespace store
-}  // namespace aios
+// The checkpoints in the SQLite file at `path`, stamped by `clock` (which must outlive it).
+std::unique_ptr<CheckpointStore> open_sqlite_checkpoints(const std::filesystem::path& path,
+                                                         const Clock& clock);
+
+}  // namespace aios::store

@@ -5,8 +5,6 @@
 // The receipt is written PENDING (with the commit id) before the ref moves and APPLIED after,
 // so after a crash between the two the ref itself says what happened: at the commit, it is
 // finished; at the old value, the same commit object is put in place; elsewhere, refused.
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -17,33 +15,13 @@
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "bridge/internal.hpp"
-#include "envelope/parts.hpp"
-#include "fleet/internal.hpp"
 
 namespace aios {
 namespace {
 
 using envelope::fail;
 
-struct Receipt {
-  std::string task_id;
-  std::string execution_digest;
-  std::optional<std::string> old_oid;
-  std::string commit_oid;
-  std::string state;
-};
-
-std::optional<Receipt> load_receipt(SQLite::Database& db, const std::string& key) {
-  SQLite::Statement query(db,
-                          "SELECT task_id, execution_digest, old_oid, commit_oid, state FROM "
-                          "bridge_commits WHERE commit_idempotency_key=?");
-  query.bind(1, key);
-  if (!query.executeStep()) return std::nullopt;
-  Receipt receipt{query.getColumn(0).getString(), query.getColumn(1).getString(), std::nullopt,
-                  query.getColumn(3).getString(), query.getColumn(4).getString()};
-  if (!query.getColumn(2).isNull()) receipt.old_oid = query.getColumn(2).getString();
-  return receipt;
-}
+using Receipt = store::CommitReceipt;
 
 // A deterministic plan's change set is in its envelope; an engineering change set is what the
 // worker read from the backend's worktree and sends with the commit request.
@@ -98,22 +76,20 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
   const std::string writer_lease_id = lease_value;
 
   const std::lock_guard lock(commit_mutex_);
-  const auto now = clock_.now();
+  const auto now = store_.now();
   const std::string now_iso = format_iso8601(now);
   // The fence, taken again in every transaction that records something: only the attempt that
   // holds a live task lease and this writer lease may move the branch.
-  const auto fenced = [&](SQLite::Database& db) {
-    const auto row = fleet::load_existing_task(db, task_id);
-    auto envelope = fleet::execution_of(row);
-    fleet::check_attempt(db, row, agent, proof, now, envelope.value("execution_digest", ""));
-    bridge::check_writer_lease(db, row, writer_lease_id);
-    return envelope;
+  const auto fenced = [&](store::Transaction& tx) {
+    auto task = fleet::fence_attempt(tx, task_id, agent, proof, now);
+    bridge::check_writer_lease(tx, task.row, writer_lease_id);
+    return std::move(task.execution);
   };
   nlohmann::json envelope;
   std::optional<Receipt> receipt;
-  db_.read([&](SQLite::Database& db) {
-    envelope = fenced(db);
-    receipt = load_receipt(db, envelope["governance"]["commit_idempotency_key"]);
+  store_.read([&](store::Transaction& tx) {
+    envelope = fenced(tx);
+    receipt = tx.load_commit_receipt(envelope["governance"]["commit_idempotency_key"]);
   });
   // Exactly the engineering action brings its own change set.
   if (carries_changes != (envelope["action"] == "engineering")) {
@@ -134,15 +110,13 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
   git::Repository repo(options_.authority_git_dir);
   const auto current = repo.branch_oid(branch);
   const auto forget = [&](const char* why) {
-    db_.write([&](SQLite::Database& db) {
-      SQLite::Statement drop(db, "DELETE FROM bridge_commits WHERE commit_idempotency_key=?");
-      drop.bind(1, key);
-      drop.exec();
-      store::append_event(db, task_id, "BRIDGE_COMMIT_REFUSED", agent.agent_id,
-                          {{"target_branch", branch},
-                           {"reason", why},
-                           {"current_oid", current ? nlohmann::json(*current) : nlohmann::json()}},
-                          now_iso);
+    store_.write([&](store::Transaction& tx) {
+      tx.drop_commit_receipt(key);
+      tx.append_event(task_id, "BRIDGE_COMMIT_REFUSED", agent.agent_id,
+                      {{"target_branch", branch},
+                       {"reason", why},
+                       {"current_oid", current ? nlohmann::json(*current) : nlohmann::json()}},
+                      now_iso);
     });
   };
   bool recovered = false;
@@ -171,26 +145,20 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
     const auto seconds =
         std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     receipt = Receipt{
-        task_id, proof.execution_digest, current,
+        key,
+        task_id,
+        proof.execution_digest,
+        branch,
+        current,
         repo.build_commit(parent, changes_of(change_set), message_of(envelope, key, proof.attempt),
                           {options_.committer_name, options_.committer_email,
                            static_cast<std::int64_t>(seconds)}),
-        "PENDING"};
-    db_.write([&](SQLite::Database& db) {
-      fenced(db);
-      SQLite::Statement insert(db,
-                               "INSERT INTO bridge_commits(commit_idempotency_key,task_id,"
-                               "execution_digest,target_branch,old_oid,commit_oid,state,attempt,"
-                               "created_at) VALUES (?,?,?,?,?,?,'PENDING',?,?)");
-      insert.bind(1, key);
-      insert.bind(2, task_id);
-      insert.bind(3, proof.execution_digest);
-      insert.bind(4, branch);
-      if (current) insert.bind(5, *current);
-      insert.bind(6, receipt->commit_oid);
-      insert.bind(7, proof.attempt);
-      insert.bind(8, now_iso);
-      insert.exec();
+        "PENDING",
+        proof.attempt,
+        now_iso};
+    store_.write([&](store::Transaction& tx) {
+      fenced(tx);
+      tx.insert_commit_receipt(*receipt);
     });
     if (!repo.update_branch(branch, receipt->commit_oid, current, "aios: governed commit")) {
       forget("branch_moved");
@@ -198,24 +166,19 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
     }
   }
   fault_point("bridge_ref_moved");
-  db_.write([&](SQLite::Database& db) {
+  store_.write([&](store::Transaction& tx) {
     // A lease lost while the ref moved leaves the receipt PENDING: this attempt is stale and
     // cannot record the commit; the attempt that holds the task next recovers it.
-    fenced(db);
-    SQLite::Statement applied(db,
-                              "UPDATE bridge_commits SET state='APPLIED', applied_at=? WHERE "
-                              "commit_idempotency_key=?");
-    applied.bind(1, now_iso);
-    applied.bind(2, key);
-    applied.exec();
-    store::append_event(db, task_id, "BRIDGE_COMMIT_APPLIED", agent.agent_id,
-                        {{"target_branch", branch},
-                         {"commit_oid", receipt->commit_oid},
-                         {"old_oid", current ? nlohmann::json(*current) : nlohmann::json()},
-                         {"commit_idempotency_key", key},
-                         {"attempt", proof.attempt},
-                         {"recovered", recovered}},
-                        now_iso);
+    fenced(tx);
+    tx.mark_commit_applied(key, now_iso);
+    tx.append_event(task_id, "BRIDGE_COMMIT_APPLIED", agent.agent_id,
+                    {{"target_branch", branch},
+                     {"commit_oid", receipt->commit_oid},
+                     {"old_oid", current ? nlohmann::json(*current) : nlohmann::json()},
+                     {"commit_idempotency_key", key},
+                     {"attempt", proof.attempt},
+                     {"recovered", recovered}},
+                    now_iso);
   });
   log::info("GOVERNED_COMMIT_APPLIED",
             {{"task_id", task_id}, {"target_branch", branch}, {"commit_oid", receipt->commit_oid}});

@@ -1,5 +1,5 @@
 #pragma once
-// Shared pieces of the Bridge's implementation. Call only inside a Database transaction.
+// Shared pieces of the Bridge's implementation. Call only inside a store transaction.
 
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -8,10 +8,6 @@
 
 #include "aios/envelope.hpp"
 #include "aios/store.hpp"
-
-namespace SQLite {
-class Database;
-}
 
 namespace aios::bridge {
 
@@ -24,7 +20,7 @@ struct Plan {
   nlohmann::json request;
   std::string execution_digest;
 };
-std::optional<Plan> load_plan(SQLite::Database& db, const std::string& task_id);
+std::optional<Plan> load_plan(store::Transaction& tx, const std::string& task_id);
 
 // The task's binding, read from its persisted envelope.
 GovernedBinding binding_of(const store::TaskRow& row);
@@ -36,7 +32,7 @@ void check_verification_allowed(const nlohmann::json& envelope,
 
 // WRITER_LEASE_INVALID unless `writer_lease_id` is an open writer lease taken by the task's
 // current claim (the attempt that holds the task lease now).
-void check_writer_lease(SQLite::Database& db, const store::TaskRow& row,
+void check_writer_lease(store::Transaction& tx, const store::TaskRow& row,
                         const std::string& writer_lease_id);
 
 // The task id of a body, or REQUEST_FIELDS_INVALID / TASK_NOT_FOUND.

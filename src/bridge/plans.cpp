@@ -1,26 +1,20 @@
 // The plan registry: the owner's deterministic plan for a task, projected against the task's
 // binding so every rule of the envelope holds before anything is stored.
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include "aios/bridge.hpp"
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
 #include "bridge/internal.hpp"
-#include "fleet/internal.hpp"
 
 namespace aios {
 namespace bridge {
 
 using envelope::fail;
 
-std::optional<Plan> load_plan(SQLite::Database& db, const std::string& task_id) {
-  SQLite::Statement query(
-      db, "SELECT plan_sha256, plan_json, execution_digest FROM bridge_plans WHERE task_id=?");
-  query.bind(1, task_id);
-  if (!query.executeStep()) return std::nullopt;
-  return Plan{query.getColumn(0).getString(),
-              fleet::parse_column(query.getColumn(1).getString(), nlohmann::json::object()),
-              query.getColumn(2).getString()};
+std::optional<Plan> load_plan(store::Transaction& tx, const std::string& task_id) {
+  const auto record = tx.load_plan(task_id);
+  if (!record) return std::nullopt;
+  return Plan{record->plan_sha256, fleet::parse_column(record->plan_json, nlohmann::json::object()),
+              record->execution_digest};
 }
 
 GovernedBinding binding_of(const store::TaskRow& row) {
@@ -71,11 +65,11 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
       ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string task_id = bridge::task_id_of(body);
   if (!body.contains("change_set")) envelope::fail(ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string now = format_iso8601(clock_.now());
+  const std::string now = format_iso8601(store_.now());
   int status = 201;
   nlohmann::json response;
-  db_.write([&](SQLite::Database& db) {
-    const auto row = fleet::load_existing_task(db, task_id);
+  store_.write([&](store::Transaction& tx) {
+    const auto row = fleet::load_existing_task(tx, task_id);
     if (bridge::is_terminal(row.status)) envelope::fail(ErrorCode::TASK_TERMINAL);
     const auto required = fleet::parse_column(row.required_capabilities_json, bridge::kEmptyArray);
     nlohmann::json request = {
@@ -102,27 +96,19 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
                 {"commit_idempotency_key", envelope["governance"]["commit_idempotency_key"]},
                 {"changes", envelope["change_set"].size()},
                 {"idempotent", false}};
-    if (const auto existing = bridge::load_plan(db, task_id)) {
+    if (const auto existing = bridge::load_plan(tx, task_id)) {
       if (existing->plan_sha256 != plan_sha) envelope::fail(ErrorCode::EXECUTION_PLAN_CONFLICT);
       status = 200;
       response["idempotent"] = true;
       return;
     }
-    SQLite::Statement insert(db,
-                             "INSERT INTO bridge_plans(task_id,plan_sha256,plan_json,"
-                             "execution_digest,created_at) VALUES (?,?,?,?,?)");
-    insert.bind(1, task_id);
-    insert.bind(2, plan_sha);
-    insert.bind(3, canonical_json(request));
-    insert.bind(4, execution_digest);
-    insert.bind(5, now);
-    insert.exec();
-    store::append_event(db, task_id, "BRIDGE_PLAN_REGISTERED", bridge::kOwnerActor,
-                        {{"plan_sha256", plan_sha},
-                         {"execution_digest", execution_digest},
-                         {"changes", envelope["change_set"].size()},
-                         {"verification_commands", envelope["verification"].size()}},
-                        now);
+    tx.insert_plan({task_id, plan_sha, canonical_json(request), execution_digest, now});
+    tx.append_event(task_id, "BRIDGE_PLAN_REGISTERED", bridge::kOwnerActor,
+                    {{"plan_sha256", plan_sha},
+                     {"execution_digest", execution_digest},
+                     {"changes", envelope["change_set"].size()},
+                     {"verification_commands", envelope["verification"].size()}},
+                    now);
   });
   return {status, response};
 }

@@ -1,15 +1,11 @@
 // Canonical execution-envelope resolution (the seed's CanonicalBridgeExecutionResolver
 // contract): a registered plan wins; a read-only envelope is replayed exactly as persisted; a
 // task projected as deterministic is its own registered plan; anything else is refused.
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include "aios/bridge.hpp"
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
 #include "aios/envelope.hpp"
 #include "bridge/internal.hpp"
-#include "envelope/parts.hpp"
-#include "fleet/internal.hpp"
 
 namespace aios {
 namespace {
@@ -41,8 +37,8 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
   }
   nlohmann::json resolved;
   std::string source;
-  db_.read([&](SQLite::Database& db) {
-    const auto row = fleet::load_existing_task(db, task_id);
+  store_.read([&](store::Transaction& tx) {
+    const auto row = fleet::load_existing_task(tx, task_id);
     const auto persisted = fleet::execution_of(row);
     // An agent sees only envelopes its grant could ever execute.
     if (agent != nullptr && !has_capabilities(agent->granted_capabilities,
@@ -50,7 +46,7 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
       fail(ErrorCode::TASK_NOT_FOUND);
     }
     const auto binding = bridge::binding_of(row);
-    if (const auto plan = bridge::load_plan(db, task_id)) {
+    if (const auto plan = bridge::load_plan(tx, task_id)) {
       resolved = project_execution_envelope(binding, plan->request, required);
       source = "registered_plan";
     } else if (body.contains("execution")) {
@@ -88,37 +84,21 @@ void Bridge::record_resolution(const std::string& task_id, const Agent* agent,
   const nlohmann::json worker = hold ? nlohmann::json(hold->worker_id) : nlohmann::json(nullptr);
   const std::int64_t attempt = hold ? hold->attempt : 0;
   const std::string digest = resolved["execution_digest"];
-  const auto recorded = [&](SQLite::Database& db) {
-    store::Prepared query(db,
-                          "SELECT 1 FROM task_events WHERE task_id=? AND "
-                          "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=? AND "
-                          "json_extract(payload_json,'$.attempt') IS ? AND "
-                          "json_extract(payload_json,'$.worker_id') IS ? AND "
-                          "json_extract(payload_json,'$.execution_digest')=?");
-    query->bind(1, task_id);
-    query->bind(2, actor);
-    query->bind(3, attempt);
-    if (hold) {
-      query->bind(4, hold->worker_id);
-    } else {
-      query->bind(4);
-    }
-    query->bind(5, digest);
-    return query->executeStep();
-  };
+  const store::Resolution resolution{task_id, actor, attempt,
+                                     hold ? std::optional(hold->worker_id) : std::nullopt, digest};
   bool seen = false;
-  db_.read([&](SQLite::Database& db) { seen = recorded(db); });
+  store_.read([&](store::Transaction& tx) { seen = tx.resolution_recorded(resolution); });
   if (seen) return;
-  const std::string now = format_iso8601(clock_.now());
-  db_.write([&](SQLite::Database& db) {
-    if (recorded(db)) return;
-    store::append_event(db, task_id, "BRIDGE_ENVELOPE_RESOLVED", actor,
-                        {{"execution_digest", digest},
-                         {"action", resolved["action"]},
-                         {"source", source},
-                         {"attempt", attempt},
-                         {"worker_id", worker}},
-                        now);
+  const std::string now = format_iso8601(store_.now());
+  store_.write([&](store::Transaction& tx) {
+    if (tx.resolution_recorded(resolution)) return;
+    tx.append_event(task_id, "BRIDGE_ENVELOPE_RESOLVED", actor,
+                    {{"execution_digest", digest},
+                     {"action", resolved["action"]},
+                     {"source", source},
+                     {"attempt", attempt},
+                     {"worker_id", worker}},
+                    now);
   });
 }
 

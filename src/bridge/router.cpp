@@ -15,11 +15,10 @@ http::Response reply(const std::pair<int, nlohmann::json>& result) {
 
 }  // namespace
 
-Bridge::Bridge(Database& db, TaskPlane& plane, const Clock& clock, std::string control_token,
+Bridge::Bridge(store::Store& store, TaskPlane& plane, std::string control_token,
                BridgeOptions options)
-    : db_(db),
+    : store_(store),
       plane_(plane),
-      clock_(clock),
       control_token_(std::move(control_token)),
       options_(std::move(options)) {}
 

@@ -14,7 +14,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
-#include "process/fd.hpp"
+#include "aios/process.hpp"
 
 namespace aios::compact_map {
 namespace {

@@ -3,7 +3,6 @@
 
 #include "aios/capability.hpp"
 #include "aios/envelope.hpp"
-#include "envelope/parts.hpp"
 
 namespace aios::envelope {
 

@@ -7,7 +7,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
-#include "envelope/parts.hpp"
 
 namespace aios {
 namespace {

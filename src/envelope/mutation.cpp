@@ -6,7 +6,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
-#include "envelope/parts.hpp"
 
 namespace aios::envelope {
 namespace {

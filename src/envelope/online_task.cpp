@@ -2,7 +2,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
-#include "envelope/parts.hpp"
 
 namespace aios {
 namespace {

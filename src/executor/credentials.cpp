@@ -5,8 +5,9 @@
 #include <algorithm>
 
 #include "aios/canonical.hpp"
+#include "aios/envelope.hpp"
 #include "aios/executor.hpp"
-#include "executor/files.hpp"
+#include "aios/files.hpp"
 #include "executor/rules.hpp"
 
 namespace aios::executor {
@@ -14,9 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void refuse(ErrorCode code) {
-  throw Error(code);
-}
+using envelope::fail;
 
 bool is_line_break(char32_t c) {
   switch (c) {
@@ -69,7 +68,7 @@ std::string dotenv_value(std::string_view text, const std::string& key) {
     const auto equals = candidate.find('=');
     if (equals == std::string_view::npos) continue;
     if (python_strip(candidate.substr(0, equals)) != key) continue;
-    if (found) refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_DUPLICATE);
+    if (found) fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_DUPLICATE);
     auto value = python_strip(candidate.substr(equals + 1));
     if (value.size() >= 2 && value.front() == value.back() &&
         (value.front() == '\'' || value.front() == '"')) {
@@ -78,7 +77,7 @@ std::string dotenv_value(std::string_view text, const std::string& key) {
     selected = std::string(value);
     found = true;
   }
-  if (!found) refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_MISSING);
+  if (!found) fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_MISSING);
   return selected;
 }
 
@@ -89,10 +88,10 @@ std::vector<std::pair<std::string, std::string>> project_credentials(
   std::vector<std::pair<std::string, std::string>> result;
   if (profile.credential_env.empty()) return result;
   if (!credentials_directory || !credentials_directory->is_absolute()) {
-    refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_MISSING);
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_MISSING);
   }
   if (!files::is_real_directory(*credentials_directory)) {
-    refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID);
   }
   for (const auto& binding : profile.credential_env) {
     const auto read =
@@ -101,24 +100,24 @@ std::vector<std::pair<std::string, std::string>> project_credentials(
       case files::ReadStatus::ok:
         break;
       case files::ReadStatus::not_regular:
-        refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FILE_INVALID);
+        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FILE_INVALID);
       case files::ReadStatus::too_large:
-        refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_TOO_LARGE);
+        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_TOO_LARGE);
       case files::ReadStatus::failed:
-        refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_READ_FAILED);
+        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_READ_FAILED);
     }
     const std::string& raw = read.content;
     if (raw.find('\0') != std::string::npos || !utf8::valid(raw)) {
-      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_CONTENT_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_CONTENT_INVALID);
     }
     const std::string selected =
         binding.format == "raw" ? std::string(python_strip(raw)) : dotenv_value(raw, binding.key);
     if (selected.empty() ||
         selected.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
-      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_INVALID);
     }
     if (selected.size() > kMaxCredentialBytes) {
-      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_TOO_LARGE);
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_TOO_LARGE);
     }
     result.emplace_back(binding.env_name, selected);
   }

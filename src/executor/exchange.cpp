@@ -4,8 +4,8 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/files.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/files.hpp"
 #include "executor/watch.hpp"
 
 namespace aios::executor {

@@ -8,9 +8,9 @@
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 #include "aios/fault.hpp"
+#include "aios/files.hpp"
 #include "aios/process.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/files.hpp"
 #include "executor/output.hpp"
 
 namespace aios::executor {

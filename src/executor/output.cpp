@@ -5,7 +5,7 @@
 #include <array>
 
 #include "aios/canonical.hpp"
-#include "executor/files.hpp"
+#include "aios/files.hpp"
 
 namespace aios::executor {
 namespace {

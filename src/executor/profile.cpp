@@ -12,7 +12,7 @@
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
 #include "aios/executor.hpp"
-#include "executor/files.hpp"
+#include "aios/files.hpp"
 #include "executor/profile_rules.hpp"
 #include "executor/rules.hpp"
 
@@ -24,9 +24,7 @@ namespace fs = std::filesystem;
 // seed's dict iteration checks them, and the first bad entry's code wins.
 using Document = nlohmann::ordered_json;
 
-[[noreturn]] void refuse(ErrorCode code) {
-  throw Error(code);
-}
+using envelope::fail;
 
 bool under_roots(const fs::path& resolved, const std::vector<fs::path>& roots) {
   return std::any_of(roots.begin(), roots.end(), [&](const fs::path& root) {
@@ -45,14 +43,14 @@ struct PathCodes {
 // strictly) to a regular file (executable, for the executable) under an allowed root.
 std::string safe_path(const Document& value, const std::vector<fs::path>& roots, PathCodes codes,
                       bool must_execute) {
-  if (!value.is_string()) refuse(codes.absolute_required);
+  if (!value.is_string()) fail(codes.absolute_required);
   const auto& text = value.get_ref<const std::string&>();
-  if (text.empty() || text.front() != '/') refuse(codes.absolute_required);
+  if (text.empty() || text.front() != '/') fail(codes.absolute_required);
   std::error_code error;
   const fs::path resolved = fs::canonical(text, error);
-  if (error || !fs::is_regular_file(resolved, error) || error) refuse(codes.invalid);
-  if (must_execute && ::access(resolved.c_str(), X_OK) != 0) refuse(codes.invalid);
-  if (!under_roots(resolved, roots)) refuse(codes.root_deny);
+  if (error || !fs::is_regular_file(resolved, error) || error) fail(codes.invalid);
+  if (must_execute && ::access(resolved.c_str(), X_OK) != 0) fail(codes.invalid);
+  if (!under_roots(resolved, roots)) fail(codes.root_deny);
   return resolved.string();
 }
 
@@ -92,7 +90,7 @@ std::vector<std::string> profile_argv(const Document& argv, const std::vector<fs
                         return item.is_string() && !item.get_ref<const std::string&>().empty() &&
                                item.get_ref<const std::string&>().find('\0') == std::string::npos;
                       });
-  if (!shaped) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ARGV_INVALID);
+  if (!shaped) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ARGV_INVALID);
   std::vector<std::string> normalized;
   normalized.push_back(safe_path(argv.front(), roots,
                                  {ErrorCode::EXTERNAL_AGENT_EXECUTABLE_ABSOLUTE_REQUIRED,
@@ -109,17 +107,16 @@ std::vector<std::string> profile_argv(const Document& argv, const std::vector<fs
   // The seed refuses shell words among the arguments; a shell as the executable is refused
   // too, since "never a shell" must not depend on how its script is passed.
   if (any_of_args({"sh", "bash", "-c", "--command"}) || is_shell(normalized.front())) {
-    refuse(ErrorCode::EXTERNAL_AGENT_SHELL_MODE_DENY);
+    fail(ErrorCode::EXTERNAL_AGENT_SHELL_MODE_DENY);
   }
   std::string joined;
   for (const auto& item : normalized) joined += (joined.empty() ? "" : " ") + item;
-  if (rules::has_secret_assignment(joined))
-    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY);
+  if (rules::has_secret_assignment(joined)) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_SECRET_ARG_DENY);
 
   const auto name = fs::path(normalized.front()).filename();
   if (name == "node" || name == "nodejs") {
     if (normalized.size() < 2 || normalized[1].front() == '-') {
-      refuse(ErrorCode::EXTERNAL_AGENT_NODE_SCRIPT_REQUIRED);
+      fail(ErrorCode::EXTERNAL_AGENT_NODE_SCRIPT_REQUIRED);
     }
     normalized[1] = safe_path(
         normalized[1], roots,
@@ -127,7 +124,7 @@ std::vector<std::string> profile_argv(const Document& argv, const std::vector<fs
          ErrorCode::EXTERNAL_AGENT_SCRIPT_INVALID, ErrorCode::EXTERNAL_AGENT_SCRIPT_ROOT_DENY},
         false);
     if (any_of_args({"-e", "--eval", "-p", "--print", "-r", "--require"})) {
-      refuse(ErrorCode::EXTERNAL_AGENT_NODE_CODE_MODE_DENY);
+      fail(ErrorCode::EXTERNAL_AGENT_NODE_CODE_MODE_DENY);
     }
   }
   return normalized;
@@ -136,23 +133,22 @@ std::vector<std::string> profile_argv(const Document& argv, const std::vector<fs
 std::vector<std::pair<std::string, std::string>> profile_environment(const Document& value) {
   std::vector<std::pair<std::string, std::string>> result;
   if (value.is_null()) return result;
-  if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_INVALID);
+  if (!value.is_object()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_INVALID);
   static constexpr std::array<std::string_view, 12> kFixed = {
       "PATH",       "HOME",         "NO_COLOR", "LC_ALL", "LANG", "LD_PRELOAD", "LD_LIBRARY_PATH",
       "PYTHONPATH", "NODE_OPTIONS", "BASH_ENV", "SHELL",  "IFS"};
   for (const auto& [name, item] : value.items()) {
-    if (!rules::is_env_name(name))
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_INVALID);
+    if (!rules::is_env_name(name)) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_INVALID);
     if (std::find(kFixed.begin(), kFixed.end(), name) != kFixed.end()) {
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_DENY);
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_NAME_DENY);
     }
-    if (rules::has_secret_marker(name)) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SECRET_ENV_DENY);
+    if (rules::has_secret_marker(name)) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_SECRET_ENV_DENY);
     if (!item.is_string() || item.get_ref<const std::string&>().find_first_of(
                                  std::string_view("\0\n\r", 3)) != std::string::npos) {
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_INVALID);
     }
     if (count_code_points(item.get_ref<const std::string&>()) > kMaxProfileEnvironmentValue) {
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_TOO_LARGE);
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ENVIRONMENT_VALUE_TOO_LARGE);
     }
     result.emplace_back(name, item.get<std::string>());
   }
@@ -163,26 +159,26 @@ std::vector<std::pair<std::string, std::string>> profile_environment(const Docum
 std::vector<CredentialBinding> profile_credentials(const Document& value) {
   std::vector<CredentialBinding> result;
   if (value.is_null()) return result;
-  if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_CREDENTIAL_ENV_INVALID);
+  if (!value.is_object()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_CREDENTIAL_ENV_INVALID);
   for (const auto& [env_name, spec] : value.items()) {
     // Only the provider key may be projected; it also passes the environment-name pattern.
-    if (env_name != "OPENAI_API_KEY") refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_NAME_DENY);
-    if (!spec.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID);
+    if (env_name != "OPENAI_API_KEY") fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_NAME_DENY);
+    if (!spec.is_object()) fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID);
     const Document credential = spec.value("credential", Document());
     const Document key = spec.value("key", Document());
     if (!credential.is_string() || !rules::is_credential_name(credential.get<std::string>())) {
-      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_NAME_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_NAME_INVALID);
     }
     const auto format = mode_field(spec.value("format", Document()), "dotenv");
     if (!format || (*format != "dotenv" && *format != "raw")) {
-      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FORMAT_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FORMAT_INVALID);
     }
     if (*format == "dotenv") {
       if (!key.is_string() || !rules::is_env_name(key.get<std::string>())) {
-        refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_INVALID);
+        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_INVALID);
       }
     } else if (!key.is_null()) {
-      refuse(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_UNEXPECTED);
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_UNEXPECTED);
     }
     result.push_back({env_name, credential.get<std::string>(), *format,
                       key.is_string() ? key.get<std::string>() : std::string()});
@@ -196,12 +192,12 @@ std::vector<process::Destination> profile_network(const Document& value) {
   std::vector<process::Destination> result;
   if (value.is_null()) return result;
   if (!value.is_array() || value.size() > 16)
-    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_NETWORK_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_PROFILE_NETWORK_INVALID);
   for (const auto& item : value) {
     const auto destination = item.is_string()
                                  ? process::parse_destination(item.get_ref<const std::string&>())
                                  : std::nullopt;
-    if (!destination) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_NETWORK_INVALID);
+    if (!destination) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_NETWORK_INVALID);
     result.push_back(*destination);
   }
   return result;
@@ -211,14 +207,14 @@ std::vector<fs::path> profile_read_only_paths(const Document& value) {
   std::vector<fs::path> result;
   if (value.is_null()) return result;
   if (!value.is_array() || value.size() > 32) {
-    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_READ_ONLY_PATHS_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_PROFILE_READ_ONLY_PATHS_INVALID);
   }
   for (const auto& item : value) {
     const bool shaped = item.is_string() && !item.get_ref<const std::string&>().empty() &&
                         item.get_ref<const std::string&>().front() == '/' &&
                         item.get_ref<const std::string&>().find('\0') == std::string::npos;
     if (!shaped || fs::path(item.get<std::string>()).lexically_normal() == "/") {
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_READ_ONLY_PATHS_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_READ_ONLY_PATHS_INVALID);
     }
     result.emplace_back(item.get<std::string>());
   }
@@ -229,7 +225,7 @@ std::vector<fs::path> profile_read_only_paths(const Document& value) {
 process::Limits profile_sandbox_limits(const Document& value) {
   process::Limits limits;
   if (value.is_null()) return limits;
-  if (!value.is_object()) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
+  if (!value.is_object()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
   struct Field {
     std::string_view name;
     std::uint64_t low;
@@ -251,11 +247,11 @@ process::Limits profile_sandbox_limits(const Document& value) {
     const auto field = std::find_if(kFields.begin(), kFields.end(),
                                     [&](const Field& f) { return f.name == name; });
     if (field == kFields.end() || !item.is_number_integer() || item.get<long long>() < 0) {
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
     }
     const auto number = item.get<std::uint64_t>();
     if (number < field->low || number > field->high) {
-      refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_SANDBOX_LIMITS_INVALID);
     }
     limits.*(field->member) = number * field->scale;
   }
@@ -283,10 +279,9 @@ void load_profile_limits(const Document& value, RuntimeProfile& profile) {
   const auto timeout = integer_field(value.value("timeout_seconds", Document()), 900);
   const auto max_output = integer_field(value.value("max_output_bytes", Document()),
                                         static_cast<long long>(kMaxOutputBytes));
-  if (!timeout || *timeout < 1 || *timeout > 3600)
-    refuse(ErrorCode::EXTERNAL_AGENT_TIMEOUT_INVALID);
+  if (!timeout || *timeout < 1 || *timeout > 3600) fail(ErrorCode::EXTERNAL_AGENT_TIMEOUT_INVALID);
   if (!max_output || *max_output < 1024 || *max_output > static_cast<long long>(kMaxOutputBytes)) {
-    refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_OUTPUT_LIMIT_INVALID);
   }
   profile.timeout_seconds = static_cast<int>(*timeout);
   profile.max_output_bytes = static_cast<std::size_t>(*max_output);
@@ -300,15 +295,15 @@ void load_profile_limits(const Document& value, RuntimeProfile& profile) {
 RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,
                             const std::vector<fs::path>& executable_roots) {
   const std::string runtime = rules::safe_runtime(Document(runtime_name));
-  if (files::is_symlink(profile_root)) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
+  if (files::is_symlink(profile_root)) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_ROOT_SYMLINK_DENY);
   const auto read = files::read_file(profile_root / (runtime + ".json"), kMaxProfileBytes);
-  if (read.status != files::ReadStatus::ok) refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
+  if (read.status != files::ReadStatus::ok) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_UNAVAILABLE);
   const Document value = parse_json_ordered(read.content);
   if (!value.is_object() || value.value("schema", Document()) != Document(kProfileSchema)) {
-    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
   }
   if (rules::safe_runtime(value.value("runtime", Document())) != runtime) {
-    refuse(ErrorCode::EXTERNAL_AGENT_PROFILE_RUNTIME_MISMATCH);
+    fail(ErrorCode::EXTERNAL_AGENT_PROFILE_RUNTIME_MISMATCH);
   }
   RuntimeProfile profile;
   profile.runtime = runtime;
@@ -323,7 +318,7 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
   } else if (input == "file_json") {
     profile.input_mode = InputMode::file_json;
   } else {
-    refuse(ErrorCode::EXTERNAL_AGENT_INPUT_MODE_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_INPUT_MODE_INVALID);
   }
   if (output == "stdout_text") {
     profile.output_mode = OutputMode::stdout_text;
@@ -332,7 +327,7 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
   } else if (output == "file_json") {
     profile.output_mode = OutputMode::file_json;
   } else {
-    refuse(ErrorCode::EXTERNAL_AGENT_OUTPUT_MODE_INVALID);
+    fail(ErrorCode::EXTERNAL_AGENT_OUTPUT_MODE_INVALID);
   }
 
   load_profile_limits(value, profile);

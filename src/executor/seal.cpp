@@ -7,9 +7,9 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/files.hpp"
 #include "aios/sys.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/files.hpp"
 
 namespace aios::executor {
 namespace {

@@ -12,10 +12,10 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/files.hpp"
 #include "aios/log.hpp"
 #include "aios/sys.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/files.hpp"
 #include "executor/watch.hpp"
 
 namespace aios::executor {

@@ -1,13 +1,12 @@
 # The executor module (credential-isolated external agent runtime), its engineering runtime
-# broker mode (seed 004, src/broker/) and the process runner both spawn children with.
+# broker mode (seed 004, src/executor/broker/) and the process runner both spawn children with.
 target_sources(aios_core PRIVATE
-  broker/contract.cpp
-  broker/execute.cpp
-  broker/self_test.cpp
+  executor/broker/contract.cpp
+  executor/broker/execute.cpp
+  executor/broker/self_test.cpp
   executor/credentials.cpp
   executor/exchange.cpp
   executor/execute.cpp
-  executor/files.cpp
   executor/output.cpp
   executor/profile.cpp
   executor/request.cpp

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "process/fd.hpp"
+#include "aios/process.hpp"
 
 namespace aios::executor {
 

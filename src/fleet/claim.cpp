@@ -1,5 +1,3 @@
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include <algorithm>
 
 #include "aios/canonical.hpp"
@@ -31,13 +29,6 @@ std::string worker_id_of(const nlohmann::json& body) {
   return id;
 }
 
-void touch_worker(SQLite::Database& db, const std::string& worker_id, double now) {
-  store::Prepared update(db, "UPDATE workers SET last_seen_at=? WHERE worker_id=?");
-  update->bind(1, now);
-  update->bind(2, worker_id);
-  update->exec();
-}
-
 }  // namespace
 
 std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body) {
@@ -45,21 +36,21 @@ std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body)
   const std::string worker_id = worker_id_of(body);
   const auto limit = static_cast<std::size_t>(envelope::require_int(
       envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
-  const double now = to_epoch_seconds(clock_.now());
+  const double now = to_epoch_seconds(store_.now());
   using View = std::shared_ptr<const std::string>;
   std::vector<View> tasks;
   std::vector<View> deferred;
-  const auto offer = [&](SQLite::Database& db, const fleet::WorkerState& worker) {
-    const auto failed_here = fleet::tasks_failed_in_domain(db, worker.failure_domain);
+  const auto offer = [&](store::Transaction& tx, const fleet::WorkerState& worker) {
+    const auto failed_here = tx.tasks_failed_in_domain(worker.failure_domain);
     // The queue is read in fleet order only until `limit` tasks are found.
-    store::visit_queued_tasks_in_fleet_order(db, [&](const store::TaskRow& row) {
+    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
       auto reasons = fleet::ineligibility_reasons(worker, row, facts_->get(row),
                                                   /*quarantined_task=*/false, now, options_);
       // A full worker still sees what it could take next; the claim enforces the slot.
       std::erase(reasons, "no_free_slot");
       // The task quarantine is looked up only for a task that passes every other check: it is
       // one query, and it can only add a reason.
-      if (reasons.empty() && !fleet::task_quarantined(db, row.task_id, worker_id, now)) {
+      if (reasons.empty() && !tx.task_quarantined(row.task_id, worker_id, now)) {
         // A retry goes to another failure domain first; this domain takes it only when it has
         // nothing else, so a single-domain fleet still retries at once.
         auto& list = failed_here.contains(row.task_id) ? deferred : tasks;
@@ -73,19 +64,19 @@ std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body)
   // fsync'd commit on every poll would cap the fleet's polls at the disk's commit rate. Between
   // two records, one read transaction checks the worker and offers the tasks.
   bool offered = false;
-  db_.read([&](SQLite::Database& db) {
-    const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
+  store_.read([&](store::Transaction& tx) {
+    const auto worker = own_worker(fleet::load_worker(tx, worker_id, now), agent);
     if (now - worker.last_seen >= kLivenessGranularity || now < worker.last_seen) return;
-    offer(db, worker);
+    offer(tx, worker);
     offered = true;
   });
   if (!offered) {
-    db_.write([&](SQLite::Database& db) {
-      own_worker(fleet::load_worker(db, worker_id, now), agent);
-      touch_worker(db, worker_id, now);
+    store_.write([&](store::Transaction& tx) {
+      own_worker(fleet::load_worker(tx, worker_id, now), agent);
+      tx.touch_worker(worker_id, now);
     });
-    db_.read([&](SQLite::Database& db) {
-      offer(db, own_worker(fleet::load_worker(db, worker_id, now), agent));
+    store_.read([&](store::Transaction& tx) {
+      offer(tx, own_worker(fleet::load_worker(tx, worker_id, now), agent));
     });
   }
   for (auto& view : deferred) {
@@ -122,16 +113,16 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
     fail(ErrorCode::EXECUTION_DIGEST_INVALID);
   }
-  const auto now_point = clock_.now();
+  const auto now_point = store_.now();
   const double now = to_epoch_seconds(now_point);
   const std::string now_iso = format_iso8601(now_point);
   const auto expires = now_point + options_.lease;
   const std::string lease_token = random_hex(32);
   const std::string claim_id = "claim-" + random_hex(16);
   nlohmann::json response;
-  db_.write([&](SQLite::Database& db) {
-    const auto worker = own_worker(fleet::load_worker(db, worker_id, now), agent);
-    auto row = fleet::load_existing_task(db, task_id);
+  store_.write([&](store::Transaction& tx) {
+    const auto worker = own_worker(fleet::load_worker(tx, worker_id, now), agent);
+    auto row = fleet::load_existing_task(tx, task_id);
     if (row.status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
     if (row.revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
     const auto facts = facts_->get(row);
@@ -141,7 +132,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     auto live = worker;
     live.last_seen = now;
     const auto reasons = fleet::ineligibility_reasons(
-        live, row, facts, fleet::task_quarantined(db, task_id, worker_id, now), now, options_);
+        live, row, facts, tx.task_quarantined(task_id, worker_id, now), now, options_);
     if (!reasons.empty()) fail(fleet::reason_code(reasons.front()));
 
     const auto previous_revision = row.revision;
@@ -153,56 +144,35 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     row.lease_token_hash = sha256_hex(lease_token);
     row.lease_expires_at = format_iso8601(expires);
     row.updated_at = now_iso;
-    if (!store::update_task(db, row, previous_revision)) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    if (!tx.update_task(row, previous_revision, row.lease_generation)) {
+      fail(ErrorCode::TASK_REVISION_CONFLICT);
+    }
 
-    store::Prepared claim_row(
-        db,
-        "INSERT INTO claims(claim_id,task_id,worker_id,agent_id,attempt,"
-        "status,lease_expires_at,created_at) VALUES (?,?,?,?,?,'ACTIVE',?,?)");
-    claim_row->bind(1, claim_id);
-    claim_row->bind(2, task_id);
-    claim_row->bind(3, worker_id);
-    claim_row->bind(4, agent.agent_id);
-    claim_row->bind(5, row.attempt);
-    claim_row->bind(6, to_epoch_seconds(expires));
-    claim_row->bind(7, now_iso);
-    claim_row->exec();
     // The fleet reservation is bound to the claim in the same transaction as the CAS, so a
     // failed claim leaves no reservation behind and a slot is never double-booked.
-    store::Prepared dispatch(
-        db,
-        "INSERT INTO fleet_dispatches(reservation_id,task_id,worker_id,task_revision,scope_key,"
-        "failure_domain,reserved_until,state,score,claim_id,created_at,updated_at) "
-        "VALUES (?,?,?,?,?,?,?,'CLAIMED',?,?,?,?)");
-    dispatch->bind(1, "reservation-" + claim_id.substr(6));
-    dispatch->bind(2, task_id);
-    dispatch->bind(3, worker_id);
-    dispatch->bind(4, previous_revision);
-    dispatch->bind(5, row.scope_key);
-    dispatch->bind(6, worker.failure_domain);
-    dispatch->bind(7, to_epoch_seconds(expires));
-    dispatch->bind(8, static_cast<double>(row.seq));
-    dispatch->bind(9, claim_id);
-    dispatch->bind(10, now);
-    dispatch->bind(11, now);
-    dispatch->exec();
-    store::Prepared scope(db,
-                          "INSERT INTO fleet_scope_state(scope_key,dispatch_count,"
-                          "last_dispatch_at) VALUES (?,1,?) ON CONFLICT(scope_key) DO UPDATE "
-                          "SET dispatch_count=dispatch_count+1, last_dispatch_at=excluded."
-                          "last_dispatch_at");
-    scope->bind(1, row.scope_key);
-    scope->bind(2, now);
-    scope->exec();
-    touch_worker(db, worker_id, now);
-    store::append_event(db, task_id, "TASK_CLAIMED", agent.agent_id,
-                        {{"claim_id", claim_id},
-                         {"worker_id", worker_id},
-                         {"attempt", row.attempt},
-                         {"revision", row.revision},
-                         {"execution_digest", digest_value},
-                         {"lease_expires_at", row.lease_expires_at}},
-                        now_iso);
+    tx.insert_claim({.claim_id = claim_id,
+                     .reservation_id = "reservation-" + claim_id.substr(6),
+                     .task_id = task_id,
+                     .worker_id = worker_id,
+                     .agent_id = agent.agent_id,
+                     .attempt = row.attempt,
+                     .task_revision = previous_revision,
+                     .scope_key = row.scope_key,
+                     .failure_domain = worker.failure_domain,
+                     .max_slots = worker.max_slots,
+                     .score = static_cast<double>(row.seq),
+                     .lease_expires_at = to_epoch_seconds(expires),
+                     .now = now,
+                     .created_at = now_iso});
+    tx.touch_worker(worker_id, now);
+    tx.append_event(task_id, "TASK_CLAIMED", agent.agent_id,
+                    {{"claim_id", claim_id},
+                     {"worker_id", worker_id},
+                     {"attempt", row.attempt},
+                     {"revision", row.revision},
+                     {"execution_digest", digest_value},
+                     {"lease_expires_at", row.lease_expires_at}},
+                    now_iso);
     response = {{"task_id", task_id},
                 {"claim_id", claim_id},
                 {"lease_token", lease_token},
@@ -243,26 +213,24 @@ std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
 
 std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
                                                           const std::string& task_id) {
-  const double now = to_epoch_seconds(clock_.now());
+  const double now = to_epoch_seconds(store_.now());
   std::optional<AgentHold> hold;
-  db_.read([&](SQLite::Database& db) {
-    const auto row = fleet::load_existing_task(db, task_id);
+  store_.read([&](store::Transaction& tx) {
+    const auto row = fleet::load_existing_task(tx, task_id);
     // Only the agent's own workers are read: this runs on every resolve of a polling worker.
     if (row.status == "CLAIMED") {
-      const auto holder = fleet::load_worker(db, row.claimed_by, now);
+      const auto holder = fleet::load_worker(tx, row.claimed_by, now);
       if (holder && holder->agent_id == agent.agent_id) {
         hold = AgentHold{holder->worker_id, row.attempt};
       }
       return;
     }
     if (row.status != "QUEUED") return;
-    store::Prepared mine(db, "SELECT worker_id FROM workers WHERE agent_id=? ORDER BY worker_id");
-    mine->bind(1, agent.agent_id);
-    while (mine->executeStep()) {
-      const auto worker = fleet::load_worker(db, mine->getColumn(0).getString(), now);
+    for (const auto& worker_id : tx.workers_of_agent(agent.agent_id)) {
+      const auto worker = fleet::load_worker(tx, worker_id, now);
       if (worker && fleet::ineligibility_reasons(
                         *worker, row, facts_->get(row),
-                        fleet::task_quarantined(db, task_id, worker->worker_id, now), now, options_)
+                        tx.task_quarantined(task_id, worker->worker_id, now), now, options_)
                         .empty()) {
         hold = AgentHold{worker->worker_id, row.attempt};
         return;
@@ -273,24 +241,23 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
 }
 
 nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
-  const double now = to_epoch_seconds(clock_.now());
+  const double now = to_epoch_seconds(store_.now());
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json task_status;
-  db_.read([&](SQLite::Database& db) {
-    const auto row = fleet::load_existing_task(db, task_id);
+  store_.read([&](store::Transaction& tx) {
+    const auto row = fleet::load_existing_task(tx, task_id);
     task_status = row.status;
-    for (const auto& worker : fleet::load_workers(db, now)) {
+    for (const auto& worker : fleet::load_workers(tx, now)) {
       auto reasons = fleet::ineligibility_reasons(
-          worker, row, facts_->get(row),
-          fleet::task_quarantined(db, task_id, worker.worker_id, now), now, options_);
+          worker, row, facts_->get(row), tx.task_quarantined(task_id, worker.worker_id, now), now,
+          options_);
       if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
       workers.push_back(
           {{"worker_id", worker.worker_id},
            {"eligible", reasons.empty()},
            {"reasons", reasons},
            {"failure_domain", worker.failure_domain},
-           {"retry_deferred",
-            fleet::tasks_failed_in_domain(db, worker.failure_domain).contains(task_id)}});
+           {"retry_deferred", tx.tasks_failed_in_domain(worker.failure_domain).contains(task_id)}});
     }
   });
   return {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};

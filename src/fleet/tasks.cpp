@@ -1,5 +1,3 @@
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include <algorithm>
 
 #include "aios/canonical.hpp"
@@ -31,10 +29,10 @@ double scope_weight_of(const nlohmann::json& metadata) {
   return std::clamp(it->get<double>(), 0.05, 100.0);
 }
 
-bool readable_by(SQLite::Database& db, const store::TaskRow& row, const Agent* reader) {
+bool readable_by(store::Transaction& tx, const store::TaskRow& row, const Agent* reader) {
   if (reader == nullptr) return true;
   if (row.claimed_by.empty()) return false;
-  return fleet::worker_belongs_to(db, row.claimed_by, reader->agent_id);
+  return fleet::worker_belongs_to(tx, row.claimed_by, reader->agent_id);
 }
 
 }  // namespace
@@ -56,7 +54,7 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
   const auto projected = project_online_task(binding, task_request, execution_request);
   const auto& execution = projected["metadata"]["execution"];
   const std::string request_sha = digest(body);
-  const std::string now = format_iso8601(clock_.now());
+  const std::string now = format_iso8601(store_.now());
 
   store::TaskRow row;
   row.task_id = binding.task_id;
@@ -83,30 +81,30 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
 
   int status = 201;
   nlohmann::json view;
-  db_.write([&](SQLite::Database& db) {
-    if (const auto existing = store::load_task(db, row.task_id)) {
+  store_.write([&](store::Transaction& tx) {
+    if (const auto existing = tx.load_task(row.task_id)) {
       if (existing->request_sha256 != request_sha) fail(ErrorCode::TASK_ALREADY_EXISTS);
       status = 200;
       view = fleet::view_of(*existing);
       return;
     }
-    store::insert_task(db, row);
-    store::append_event(db, row.task_id, "TASK_CREATED", "owner-control",
-                        {{"execution_digest", row.execution_digest},
-                         {"action", row.action},
-                         {"adapter", row.adapter},
-                         {"revision", row.revision}},
-                        now);
-    view = fleet::view_of(*store::load_task(db, row.task_id));
+    tx.insert_task(row);
+    tx.append_event(row.task_id, "TASK_CREATED", "owner-control",
+                    {{"execution_digest", row.execution_digest},
+                     {"action", row.action},
+                     {"adapter", row.adapter},
+                     {"revision", row.revision}},
+                    now);
+    view = fleet::view_of(*tx.load_task(row.task_id));
   });
   return {status, view};
 }
 
 nlohmann::json TaskPlane::task_view(const std::string& task_id, const Agent* reader) {
   nlohmann::json view;
-  db_.read([&](SQLite::Database& db) {
-    const auto row = store::load_task(db, task_id);
-    if (!row || !readable_by(db, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
+  store_.read([&](store::Transaction& tx) {
+    const auto row = tx.load_task(task_id);
+    if (!row || !readable_by(tx, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
     view = fleet::view_of(*row);
   });
   return view;
@@ -116,8 +114,8 @@ nlohmann::json TaskPlane::list_tasks(const std::string& status, std::size_t limi
                                      std::int64_t after) {
   nlohmann::json tasks = nlohmann::json::array();
   std::int64_t last = after;
-  db_.read([&](SQLite::Database& db) {
-    for (const auto& row : store::tasks_with_status(db, status, after, limit)) {
+  store_.read([&](store::Transaction& tx) {
+    for (const auto& row : tx.tasks_with_status(status, after, limit)) {
       tasks.push_back(fleet::view_of(row));
       last = row.seq;
     }
@@ -129,24 +127,17 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
                                       std::size_t limit, std::int64_t after) {
   nlohmann::json events = nlohmann::json::array();
   std::int64_t last = after;
-  db_.read([&](SQLite::Database& db) {
-    const auto row = store::load_task(db, task_id);
-    if (!row || !readable_by(db, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
-    store::Prepared query(db,
-                          "SELECT event_id, event_type, agent_id, payload_json, created_at "
-                          "FROM task_events WHERE task_id=? AND event_id>? ORDER BY event_id "
-                          "LIMIT ?");
-    query->bind(1, task_id);
-    query->bind(2, after);
-    query->bind(3, static_cast<std::int64_t>(limit));
-    while (query->executeStep()) {
-      last = query->getColumn(0).getInt64();
-      events.push_back({{"event_id", last},
-                        {"event_type", query->getColumn(1).getString()},
-                        {"agent_id", query->getColumn(2).getString()},
-                        {"payload", fleet::parse_column(query->getColumn(3).getString(),
-                                                        nlohmann::json::object())},
-                        {"created_at", query->getColumn(4).getString()}});
+  store_.read([&](store::Transaction& tx) {
+    const auto row = tx.load_task(task_id);
+    if (!row || !readable_by(tx, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
+    for (const auto& event : tx.task_events(task_id, after, limit)) {
+      last = event.event_id;
+      events.push_back(
+          {{"event_id", event.event_id},
+           {"event_type", event.event_type},
+           {"agent_id", event.agent_id},
+           {"payload", fleet::parse_column(event.payload_json, nlohmann::json::object())},
+           {"created_at", event.created_at}});
     }
   });
   return {{"task_id", task_id}, {"events", events}, {"next_after", last}};
@@ -154,12 +145,7 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
 
 std::vector<std::pair<std::string, std::int64_t>> TaskPlane::status_counts() {
   std::vector<std::pair<std::string, std::int64_t>> counts;
-  db_.read([&](SQLite::Database& db) {
-    store::Prepared query(db, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
-    while (query->executeStep()) {
-      counts.emplace_back(query->getColumn(0).getString(), query->getColumn(1).getInt64());
-    }
-  });
+  store_.read([&](store::Transaction& tx) { counts = tx.status_counts(); });
   return counts;
 }
 

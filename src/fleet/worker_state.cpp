@@ -1,5 +1,3 @@
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include <algorithm>
 
 #include "aios/canonical.hpp"
@@ -9,43 +7,19 @@
 namespace aios::fleet {
 namespace {
 
-constexpr const char* kWorkerSelect =
-    "SELECT w.worker_id, w.agent_id, w.capabilities_json, w.allowed_adapters_json, "
-    "w.labels_json, w.tenants_json, w.last_seen_at, COALESCE(c.max_slots, 1), "
-    "COALESCE(c.failure_domain, ''), COALESCE(c.circuit_state, 'CLOSED'), "
-    "COALESCE(c.circuit_open_until, 0), COALESCE(c.consecutive_failures, 0), "
-    "COALESCE(c.quarantined, 0), "
-    "(SELECT COUNT(*) FROM claims k WHERE k.worker_id=w.worker_id AND k.status='ACTIVE' "
-    "   AND k.lease_expires_at>?1) + "
-    "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='RESERVED' AND d.reserved_until>?1), "
-    "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='CLAIMED' AND d.created_at>=COALESCE(c.circuit_open_until, 0)) "
-    "FROM workers w LEFT JOIN fleet_worker_capacity c ON c.worker_id=w.worker_id";
-
-WorkerState read_worker(SQLite::Statement& query) {
+WorkerState state_of(const store::WorkerRecord& record) {
   WorkerState state;
-  state.worker_id = query.getColumn(0).getString();
-  state.agent_id = query.getColumn(1).getString();
+  static_cast<store::WorkerRecord&>(state) = record;
   const auto empty = nlohmann::json::array();
-  state.capabilities = parse_column(query.getColumn(2).getString(), empty);
+  state.capabilities = parse_column(record.capabilities_json, empty);
   state.effective = normalize_worker_capabilities(state.capabilities);
-  for (const auto& adapter : parse_column(query.getColumn(3).getString(), empty)) {
+  for (const auto& adapter : parse_column(record.allowed_adapters_json, empty)) {
     state.allowed_adapters.insert(adapter.get<std::string>());
   }
-  state.labels = parse_column(query.getColumn(4).getString(), nlohmann::json::object());
-  for (const auto& tenant : parse_column(query.getColumn(5).getString(), empty)) {
+  state.labels = parse_column(record.labels_json, nlohmann::json::object());
+  for (const auto& tenant : parse_column(record.tenants_json, empty)) {
     state.tenants.insert(tenant.get<std::string>());
   }
-  state.last_seen = query.getColumn(6).getDouble();
-  state.max_slots = query.getColumn(7).getInt64();
-  state.failure_domain = query.getColumn(8).getString();
-  state.circuit_state = query.getColumn(9).getString();
-  state.circuit_open_until = query.getColumn(10).getDouble();
-  state.consecutive_failures = query.getColumn(11).getInt64();
-  state.quarantined = query.getColumn(12).getInt() != 0;
-  state.used_slots = query.getColumn(13).getInt64();
-  state.probes = query.getColumn(14).getInt64();
   return state;
 }
 
@@ -59,32 +33,17 @@ std::string tenant_of(const std::string& scope_key) {
 
 }  // namespace
 
-std::optional<WorkerState> load_worker(SQLite::Database& db, const std::string& worker_id,
+std::optional<WorkerState> load_worker(store::Transaction& tx, const std::string& worker_id,
                                        double now) {
-  store::Prepared query(db, std::string(kWorkerSelect) + " WHERE w.worker_id=?2");
-  query->bind(1, now);
-  query->bind(2, worker_id);
-  if (!query->executeStep()) return std::nullopt;
-  return read_worker(*query);
+  const auto record = tx.load_worker(worker_id, now);
+  if (!record) return std::nullopt;
+  return state_of(*record);
 }
 
-std::vector<WorkerState> load_workers(SQLite::Database& db, double now) {
-  store::Prepared query(db, std::string(kWorkerSelect) + " ORDER BY w.worker_id");
-  query->bind(1, now);
+std::vector<WorkerState> load_workers(store::Transaction& tx, double now) {
   std::vector<WorkerState> workers;
-  while (query->executeStep()) workers.push_back(read_worker(*query));
+  for (const auto& record : tx.load_workers(now)) workers.push_back(state_of(record));
   return workers;
-}
-
-bool task_quarantined(SQLite::Database& db, const std::string& task_id,
-                      const std::string& worker_id, double now) {
-  store::Prepared query(db,
-                        "SELECT 1 FROM fleet_task_quarantine WHERE task_id=? AND worker_id=? "
-                        "AND quarantined_until>?");
-  query->bind(1, task_id);
-  query->bind(2, worker_id);
-  query->bind(3, now);
-  return query->executeStep();
 }
 
 TaskFacts TaskFactsCache::get(const store::TaskRow& row) {
@@ -175,80 +134,20 @@ ErrorCode reason_code(const std::string& reason) {
   return ErrorCode::FLEET_WORKER_CAPACITY_EXHAUSTED;
 }
 
-void note_worker_failure(SQLite::Database& db, const std::string& worker_id, double now,
+void note_worker_failure(store::Transaction& tx, const std::string& worker_id, double now,
                          int threshold, std::chrono::seconds cooldown) {
-  store::Prepared update(
-      db,
-      "UPDATE fleet_worker_capacity SET consecutive_failures=consecutive_failures+1, "
-      "circuit_state=CASE WHEN consecutive_failures+1>=?1 THEN 'OPEN' ELSE circuit_state END, "
-      "circuit_open_until=CASE WHEN consecutive_failures+1>=?1 THEN ?2 ELSE circuit_open_until "
-      "END, updated_at=?3 WHERE worker_id=?4");
-  update->bind(1, threshold);
-  update->bind(2, now + static_cast<double>(cooldown.count()));
-  update->bind(3, now);
-  update->bind(4, worker_id);
-  update->exec();
+  tx.note_worker_failure(worker_id, now, threshold, now + static_cast<double>(cooldown.count()));
 }
 
-void note_worker_success(SQLite::Database& db, const std::string& worker_id, double now) {
-  store::Prepared update(db,
-                         "UPDATE fleet_worker_capacity SET consecutive_failures=0, "
-                         "circuit_state='CLOSED', circuit_open_until=0, updated_at=? "
-                         "WHERE worker_id=?");
-  update->bind(1, now);
-  update->bind(2, worker_id);
-  update->exec();
-}
-
-std::set<std::string> tasks_failed_in_domain(SQLite::Database& db, const std::string& domain) {
-  // Neither DISTINCT nor IN (...): the set drops repeats, and for either SQLite builds a
-  // temporary b-tree (its own pager and page cache) on every call, which was 15% and then 5%
-  // of a poll with 10,000 queued tasks. One index seek per state needs none.
-  store::Prepared query(db,
-                        "SELECT task_id FROM fleet_dispatches WHERE failure_domain=? AND state=?");
-  std::set<std::string> tasks;
-  for (const char* state : {"RELEASED", "EXPIRED"}) {
-    query->bind(1, domain);
-    query->bind(2, state);
-    while (query->executeStep()) tasks.insert(query->getColumn(0).getString());
-    query->reset();
-  }
-  return tasks;
-}
-
-void end_dispatch(SQLite::Database& db, const std::string& task_id, const std::string& state,
-                  double now) {
-  store::Prepared update(db,
-                         "UPDATE fleet_dispatches SET state=?, updated_at=? WHERE task_id=? "
-                         "AND state IN ('RESERVED','CLAIMED')");
-  update->bind(1, state);
-  update->bind(2, now);
-  update->bind(3, task_id);
-  update->exec();
-}
-
-void end_claim(SQLite::Database& db, const std::string& claim_id, const std::string& status,
-               const std::string& now_iso) {
-  store::Prepared update(
-      db, "UPDATE claims SET status=?, ended_at=? WHERE claim_id=? AND status='ACTIVE'");
-  update->bind(1, status);
-  update->bind(2, now_iso);
-  update->bind(3, claim_id);
-  update->exec();
-}
-
-store::TaskRow load_existing_task(SQLite::Database& db, const std::string& task_id) {
-  auto row = store::load_task(db, task_id);
+store::TaskRow load_existing_task(store::Transaction& tx, const std::string& task_id) {
+  auto row = tx.load_task(task_id);
   if (!row) throw Error(ErrorCode::TASK_NOT_FOUND);
   return std::move(*row);
 }
 
-bool worker_belongs_to(SQLite::Database& db, const std::string& worker_id,
+bool worker_belongs_to(store::Transaction& tx, const std::string& worker_id,
                        const std::string& agent_id) {
-  store::Prepared owner(db, "SELECT 1 FROM workers WHERE worker_id=? AND agent_id=?");
-  owner->bind(1, worker_id);
-  owner->bind(2, agent_id);
-  return owner->executeStep();
+  return tx.worker_agent(worker_id) == agent_id;
 }
 
 nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback) {

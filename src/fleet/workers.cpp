@@ -1,5 +1,3 @@
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include <algorithm>
 #include <array>
 
@@ -91,9 +89,8 @@ std::string fleet::new_agent_token() {
   return "aios_" + random_hex(32);
 }
 
-TaskPlane::TaskPlane(Database& db, const Clock& clock, TaskPlaneOptions options)
-    : db_(db),
-      clock_(clock),
+TaskPlane::TaskPlane(store::Store& store, TaskPlaneOptions options)
+    : store_(store),
       options_(options),
       facts_(std::make_unique<fleet::TaskFactsCache>()),
       views_(std::make_unique<fleet::TaskViewCache>()) {}
@@ -110,20 +107,11 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
   const auto tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
                                  ErrorCode::AGENT_TENANTS_INVALID);
   const std::string token = fleet::new_agent_token();
-  const std::string now = format_iso8601(clock_.now());
-  db_.write([&](SQLite::Database& db) {
-    store::Prepared exists(db, "SELECT 1 FROM agents WHERE agent_id=?");
-    exists->bind(1, agent_id);
-    if (exists->executeStep()) fail(ErrorCode::AGENT_ALREADY_EXISTS);
-    store::Prepared insert(db,
-                           "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,"
-                           "granted_tenants_json,created_at) VALUES (?,?,?,?,?)");
-    insert->bind(1, agent_id);
-    insert->bind(2, sha256_hex(token));
-    insert->bind(3, canonical_json(granted));
-    insert->bind(4, canonical_json(tenants));
-    insert->bind(5, now);
-    insert->exec();
+  const std::string now = format_iso8601(store_.now());
+  store_.write([&](store::Transaction& tx) {
+    if (tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);
+    tx.insert_agent(
+        {agent_id, sha256_hex(token), canonical_json(granted), canonical_json(tenants), now});
   });
   return {{"agent_id", agent_id},
           {"granted_capabilities", granted},
@@ -135,17 +123,12 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
   if (token.empty()) return std::nullopt;
   const std::string hash = sha256_hex(token);
   std::optional<Agent> agent;
-  db_.read([&](SQLite::Database& db) {
-    store::Prepared query(db,
-                          "SELECT agent_id, granted_capabilities_json, token_sha256, "
-                          "granted_tenants_json FROM agents "
-                          "WHERE token_sha256=? AND revoked_at IS NULL");
-    query->bind(1, hash);
-    if (query->executeStep() && constant_time_equal(query->getColumn(2).getString(), hash)) {
+  store_.read([&](store::Transaction& tx) {
+    const auto record = tx.live_agent_by_token(hash);
+    if (record && constant_time_equal(record->token_sha256, hash)) {
       const auto empty = nlohmann::json::array();
-      agent = Agent{query->getColumn(0).getString(),
-                    fleet::parse_column(query->getColumn(1).getString(), empty),
-                    fleet::parse_column(query->getColumn(3).getString(), empty)};
+      agent = Agent{record->agent_id, fleet::parse_column(record->granted_capabilities_json, empty),
+                    fleet::parse_column(record->granted_tenants_json, empty)};
     }
   });
   return agent;
@@ -191,44 +174,24 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
       }
     }
   }
-  const auto now = clock_.now();
+  const auto now = store_.now();
   const double now_s = to_epoch_seconds(now);
   nlohmann::json view;
-  db_.write([&](SQLite::Database& db) {
-    store::Prepared owner(db, "SELECT agent_id FROM workers WHERE worker_id=?");
-    owner->bind(1, worker_id);
-    if (owner->executeStep() && owner->getColumn(0).getString() != agent.agent_id) {
+  store_.write([&](store::Transaction& tx) {
+    if (const auto owner = tx.worker_agent(worker_id); owner && *owner != agent.agent_id) {
       fail(ErrorCode::WORKER_AGENT_MISMATCH);
     }
-    store::Prepared upsert(
-        db,
-        "INSERT INTO workers(worker_id,agent_id,capabilities_json,allowed_adapters_json,"
-        "labels_json,tenants_json,registered_at,last_seen_at) VALUES (?,?,?,?,?,?,?,?) "
-        "ON CONFLICT(worker_id) DO UPDATE SET capabilities_json=excluded.capabilities_json, "
-        "allowed_adapters_json=excluded.allowed_adapters_json, labels_json=excluded.labels_json,"
-        " tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at");
-    upsert->bind(1, worker_id);
-    upsert->bind(2, agent.agent_id);
-    upsert->bind(3, canonical_json(capabilities));
-    upsert->bind(4, canonical_json(adapters));
-    upsert->bind(5, canonical_json(labels));
-    upsert->bind(6, canonical_json(tenants));
-    upsert->bind(7, format_iso8601(now));
-    upsert->bind(8, now_s);
-    upsert->exec();
-    store::Prepared capacity(
-        db,
-        "INSERT INTO fleet_worker_capacity(worker_id,max_slots,failure_domain,labels_json,"
-        "updated_at) VALUES (?,?,?,?,?) ON CONFLICT(worker_id) DO UPDATE SET "
-        "max_slots=excluded.max_slots, failure_domain=excluded.failure_domain, "
-        "labels_json=excluded.labels_json, updated_at=excluded.updated_at");
-    capacity->bind(1, worker_id);
-    capacity->bind(2, slots);
-    capacity->bind(3, domain.get<std::string>());
-    capacity->bind(4, canonical_json(labels));
-    capacity->bind(5, now_s);
-    capacity->exec();
-    view = worker_view(*fleet::load_worker(db, worker_id, now_s), now_s, options_);
+    tx.register_worker({.worker_id = worker_id,
+                        .agent_id = agent.agent_id,
+                        .capabilities_json = canonical_json(capabilities),
+                        .allowed_adapters_json = canonical_json(adapters),
+                        .labels_json = canonical_json(labels),
+                        .tenants_json = canonical_json(tenants),
+                        .registered_at = format_iso8601(now),
+                        .seen_at = now_s,
+                        .max_slots = slots,
+                        .failure_domain = domain.get<std::string>()});
+    view = worker_view(*fleet::load_worker(tx, worker_id, now_s), now_s, options_);
   });
   return view;
 }
@@ -238,10 +201,10 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
   envelope::require_known_keys(
       body, {"max_slots", "failure_domain", "labels", "quarantined", "reset_circuit"},
       ErrorCode::REQUEST_FIELDS_INVALID);
-  const double now = to_epoch_seconds(clock_.now());
+  const double now = to_epoch_seconds(store_.now());
   nlohmann::json view;
-  db_.write([&](SQLite::Database& db) {
-    auto worker = fleet::load_worker(db, worker_id, now);
+  store_.write([&](store::Transaction& tx) {
+    auto worker = fleet::load_worker(tx, worker_id, now);
     if (!worker) fail(ErrorCode::WORKER_NOT_FOUND);
     if (body.contains("max_slots")) {
       worker->max_slots =
@@ -256,50 +219,34 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
       if (!body["quarantined"].is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
       worker->quarantined = body["quarantined"];
     }
-    store::Prepared update(db,
-                           "UPDATE fleet_worker_capacity SET max_slots=?, failure_domain=?, "
-                           "labels_json=?, quarantined=?, updated_at=? WHERE worker_id=?");
-    update->bind(1, worker->max_slots);
-    update->bind(2, worker->failure_domain);
-    update->bind(3, canonical_json(worker->labels));
-    update->bind(4, worker->quarantined ? 1 : 0);
-    update->bind(5, now);
-    update->bind(6, worker_id);
-    update->exec();
+    tx.configure_worker({worker_id, worker->max_slots, worker->failure_domain,
+                         canonical_json(worker->labels), worker->quarantined, now});
     if (body.contains("reset_circuit")) {
       if (!body["reset_circuit"].is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-      if (body["reset_circuit"] == true) fleet::note_worker_success(db, worker_id, now);
+      if (body["reset_circuit"] == true) tx.note_worker_success(worker_id, now);
     }
-    view = worker_view(*fleet::load_worker(db, worker_id, now), now, options_);
+    view = worker_view(*fleet::load_worker(tx, worker_id, now), now, options_);
   });
   return view;
 }
 
 nlohmann::json TaskPlane::fleet_view() {
-  const double now = to_epoch_seconds(clock_.now());
+  const double now = to_epoch_seconds(store_.now());
   nlohmann::json view = {{"workers", nlohmann::json::array()},
                          {"scopes", nlohmann::json::array()},
                          {"task_quarantines", nlohmann::json::array()}};
-  db_.read([&](SQLite::Database& db) {
-    for (const auto& worker : fleet::load_workers(db, now)) {
+  store_.read([&](store::Transaction& tx) {
+    for (const auto& worker : fleet::load_workers(tx, now)) {
       view["workers"].push_back(worker_view(worker, now, options_));
     }
-    store::Prepared scopes(
-        db, "SELECT scope_key, dispatch_count FROM fleet_scope_state ORDER BY scope_key");
-    while (scopes->executeStep()) {
-      view["scopes"].push_back({{"scope_key", scopes->getColumn(0).getString()},
-                                {"dispatch_count", scopes->getColumn(1).getInt64()}});
+    for (const auto& [scope_key, count] : tx.scope_dispatch_counts()) {
+      view["scopes"].push_back({{"scope_key", scope_key}, {"dispatch_count", count}});
     }
-    store::Prepared quarantines(
-        db,
-        "SELECT task_id, worker_id, failure_class, failures FROM fleet_task_quarantine "
-        "WHERE quarantined_until>? ORDER BY task_id, worker_id");
-    quarantines->bind(1, now);
-    while (quarantines->executeStep()) {
-      view["task_quarantines"].push_back({{"task_id", quarantines->getColumn(0).getString()},
-                                          {"worker_id", quarantines->getColumn(1).getString()},
-                                          {"failure_class", quarantines->getColumn(2).getString()},
-                                          {"failures", quarantines->getColumn(3).getInt64()}});
+    for (const auto& quarantine : tx.live_task_quarantines(now)) {
+      view["task_quarantines"].push_back({{"task_id", quarantine.task_id},
+                                          {"worker_id", quarantine.worker_id},
+                                          {"failure_class", quarantine.failure_class},
+                                          {"failures", quarantine.failures}});
     }
   });
   return view;
@@ -307,17 +254,17 @@ nlohmann::json TaskPlane::fleet_view() {
 
 void TaskPlane::record_worker_failure(const std::string& worker_id, const std::string&,
                                       int threshold) {
-  const double now = to_epoch_seconds(clock_.now());
-  db_.write([&](SQLite::Database& db) {
-    fleet::note_worker_failure(db, worker_id, now,
+  const double now = to_epoch_seconds(store_.now());
+  store_.write([&](store::Transaction& tx) {
+    fleet::note_worker_failure(tx, worker_id, now,
                                threshold > 0 ? threshold : options_.circuit_threshold,
                                options_.circuit_cooldown);
   });
 }
 
 void TaskPlane::record_worker_success(const std::string& worker_id) {
-  const double now = to_epoch_seconds(clock_.now());
-  db_.write([&](SQLite::Database& db) { fleet::note_worker_success(db, worker_id, now); });
+  const double now = to_epoch_seconds(store_.now());
+  store_.write([&](store::Transaction& tx) { tx.note_worker_success(worker_id, now); });
 }
 
 }  // namespace aios

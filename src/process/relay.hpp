@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "aios/process.hpp"
-#include "process/fd.hpp"
 
 namespace aios::process {
 

@@ -17,7 +17,6 @@
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
 #include "aios/process.hpp"
-#include "process/fd.hpp"
 
 namespace aios::process {
 namespace {

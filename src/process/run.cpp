@@ -17,7 +17,6 @@
 #include <system_error>
 
 #include "aios/process.hpp"
-#include "process/fd.hpp"
 #include "process/relay.hpp"
 #include "process/sandbox.hpp"
 #include "process/spawn.hpp"

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "aios/process.hpp"
-#include "process/fd.hpp"
 #include "process/spawn.hpp"
 
 namespace aios::process {

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "aios/broker.hpp"
 #include "aios/canonical.hpp"
+#include "aios/executor.hpp"
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "worker/governed.hpp"

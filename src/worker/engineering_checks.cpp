@@ -8,8 +8,8 @@
 #include <set>
 
 #include "aios/canonical.hpp"
+#include "aios/files.hpp"
 #include "aios/git.hpp"
-#include "executor/files.hpp"
 #include "worker/engineering.hpp"
 
 namespace aios::worker {
@@ -163,12 +163,11 @@ InspectedChanges inspect_worktree(const fs::path& worktree, const WorktreeBaseli
     if (!S_ISREG(info.st_mode)) refuse(ErrorCode::ENGINEERING_CHANGE_UNSUPPORTED, change.path);
     // The checks above name what is wrong; the read itself lets the kernel refuse a symlink at
     // any component, so what goes into the change set is the file that lies beneath the tree.
-    const auto read =
-        executor::files::read_beneath(worktree, change.path, kMaxEngineeringFileBytes);
-    if (read.status == executor::files::ReadStatus::too_large) {
+    const auto read = files::read_beneath(worktree, change.path, kMaxEngineeringFileBytes);
+    if (read.status == files::ReadStatus::too_large) {
       refuse(ErrorCode::ENGINEERING_FILE_TOO_LARGE, change.path);
     }
-    if (read.status != executor::files::ReadStatus::ok) {
+    if (read.status != files::ReadStatus::ok) {
       refuse(ErrorCode::ENGINEERING_CHANGE_UNSUPPORTED, change.path);
     }
     // A governed change carries text: JSON cannot hold bytes that are not UTF-8.

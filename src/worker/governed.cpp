@@ -5,10 +5,10 @@
 #include <system_error>
 
 #include "aios/canonical.hpp"
+#include "aios/files.hpp"
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "aios/process.hpp"
-#include "executor/files.hpp"
 
 namespace aios::worker {
 namespace {
@@ -97,10 +97,10 @@ nlohmann::json verify_change_set(RunContext& run, const nlohmann::json& change_s
     const std::string& path = change.at("path").get_ref<const std::string&>();
     try {
       if (change.at("operation") == "delete_file") {
-        executor::files::remove_beneath(workspace.worktree(), path);
+        files::remove_beneath(workspace.worktree(), path);
       } else {
-        executor::files::write_beneath(workspace.worktree(), path,
-                                       change.at("content").get_ref<const std::string&>());
+        files::write_beneath(workspace.worktree(), path,
+                             change.at("content").get_ref<const std::string&>());
       }
     } catch (const std::system_error& error) {
       throw Error(ErrorCode::WORKER_WORKSPACE_FAILED, path + ": " + error.code().message());

@@ -42,28 +42,22 @@ class JsonService {
   std::chrono::milliseconds timeout_;
 };
 
-// The durable record of where a task's execution is. One row per task; every phase change is
-// one fsync'd commit. The lease token is kept so a restart can heartbeat the same attempt.
-struct Checkpoint {
-  std::string task_id;
-  std::string execution_digest;
-  std::int64_t attempt = 0;
-  std::string lease_token;
-  std::string phase;
-  nlohmann::json state = nlohmann::json::object();
-};
+using store::Checkpoint;
 
+// The worker's checkpoints in their SQLite file, each save logged (and, for the crash tests, the
+// process killed right after the phase `kill_after_phase` is durable: see
+// WorkerConfig::kill_after_phase).
 class CheckpointStore {
  public:
-  // `kill_after_phase`: see WorkerConfig::kill_after_phase.
   CheckpointStore(const std::filesystem::path& path, std::string kill_after_phase = {});
-  std::optional<Checkpoint> load(const std::string& task_id);
-  std::vector<Checkpoint> all();
+  std::optional<Checkpoint> load(const std::string& task_id) { return store_->load(task_id); }
+  std::vector<Checkpoint> all() { return store_->all(); }
   void save(const Checkpoint& checkpoint);
-  void remove(const std::string& task_id);
+  void remove(const std::string& task_id) { store_->remove(task_id); }
 
  private:
-  Database db_;
+  SystemClock clock_;
+  std::unique_ptr<store::CheckpointStore> store_;
   std::string kill_after_phase_;
 };
 

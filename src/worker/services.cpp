@@ -1,6 +1,4 @@
 // The worker's peers, its checkpoint store and its heartbeat thread.
-#include <SQLiteCpp/SQLiteCpp.h>
-
 #include <csignal>
 
 #include "aios/canonical.hpp"
@@ -32,72 +30,11 @@ nlohmann::json JsonService::require(std::string_view method, const std::string& 
 }
 
 CheckpointStore::CheckpointStore(const std::filesystem::path& path, std::string kill_after_phase)
-    : db_(DatabaseOptions{.path = path, .connections = 1, .migrate = false}),
-      kill_after_phase_(std::move(kill_after_phase)) {
-  db_.write([](SQLite::Database& db) {
-    db.exec(
-        "CREATE TABLE IF NOT EXISTS worker_checkpoints(task_id TEXT PRIMARY KEY, "
-        "execution_digest TEXT NOT NULL, attempt INTEGER NOT NULL, lease_token TEXT NOT NULL, "
-        "phase TEXT NOT NULL, state_json TEXT NOT NULL, updated_at TEXT NOT NULL)");
-  });
-}
-
-namespace {
-
-// A row whose state is not a JSON object (a damaged file) is a store failure with a code, not
-// a parser exception that would take the worker down without one (found by fuzzing).
-Checkpoint checkpoint_of(SQLite::Statement& query) {
-  auto state = parse_json(query.getColumn(5).getString());
-  // Claimed rows of earlier builds stored an empty state as null.
-  if (state.is_null()) state = nlohmann::json::object();
-  if (!state.is_object()) {
-    throw Error(ErrorCode::STORE_FAILURE, "a worker checkpoint's state_json is not a JSON object");
-  }
-  return {query.getColumn(0).getString(), query.getColumn(1).getString(),
-          query.getColumn(2).getInt64(),  query.getColumn(3).getString(),
-          query.getColumn(4).getString(), std::move(state)};
-}
-
-constexpr const char* kColumns =
-    "SELECT task_id, execution_digest, attempt, lease_token, phase, state_json FROM "
-    "worker_checkpoints";
-
-}  // namespace
-
-std::optional<Checkpoint> CheckpointStore::load(const std::string& task_id) {
-  std::optional<Checkpoint> found;
-  db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(db, std::string(kColumns) + " WHERE task_id=?");
-    query.bind(1, task_id);
-    if (query.executeStep()) found = checkpoint_of(query);
-  });
-  return found;
-}
-
-std::vector<Checkpoint> CheckpointStore::all() {
-  std::vector<Checkpoint> found;
-  db_.read([&](SQLite::Database& db) {
-    SQLite::Statement query(db, std::string(kColumns) + " ORDER BY task_id");
-    while (query.executeStep()) found.push_back(checkpoint_of(query));
-  });
-  return found;
-}
+    : store_(store::open_sqlite_checkpoints(path, clock_)),
+      kill_after_phase_(std::move(kill_after_phase)) {}
 
 void CheckpointStore::save(const Checkpoint& checkpoint) {
-  db_.write([&](SQLite::Database& db) {
-    SQLite::Statement upsert(db,
-                             "INSERT OR REPLACE INTO worker_checkpoints(task_id,execution_digest,"
-                             "attempt,lease_token,phase,state_json,updated_at) "
-                             "VALUES (?,?,?,?,?,?,?)");
-    upsert.bind(1, checkpoint.task_id);
-    upsert.bind(2, checkpoint.execution_digest);
-    upsert.bind(3, checkpoint.attempt);
-    upsert.bind(4, checkpoint.lease_token);
-    upsert.bind(5, checkpoint.phase);
-    upsert.bind(6, canonical_json(checkpoint.state));
-    upsert.bind(7, format_iso8601(SystemClock().now()));
-    upsert.exec();
-  });
+  store_->save(checkpoint);
   log::info("TASK_CHECKPOINT", {{"task_id", checkpoint.task_id},
                                 {"phase", checkpoint.phase},
                                 {"attempt", checkpoint.attempt}});
@@ -106,14 +43,6 @@ void CheckpointStore::save(const Checkpoint& checkpoint) {
               {{"task_id", checkpoint.task_id}, {"phase", checkpoint.phase}});
     std::raise(SIGKILL);
   }
-}
-
-void CheckpointStore::remove(const std::string& task_id) {
-  db_.write([&](SQLite::Database& db) {
-    SQLite::Statement drop(db, "DELETE FROM worker_checkpoints WHERE task_id=?");
-    drop.bind(1, task_id);
-    drop.exec();
-  });
 }
 
 Heartbeat::Heartbeat(const JsonService& api, std::string task_id, std::string lease_token,

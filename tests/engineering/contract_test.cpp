@@ -4,8 +4,8 @@
 // rules, the verification allowlist and the secret patterns.
 #include <gtest/gtest.h>
 
-#include "aios/broker.hpp"
 #include "aios/envelope.hpp"
+#include "aios/executor.hpp"
 #include "support/daemon.hpp"
 #include "worker/engineering.hpp"
 

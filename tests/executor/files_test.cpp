@@ -1,7 +1,7 @@
 // Reads and writes beneath a root (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a path
 // with a symlink at any component, or one that leaves the root, is refused, and nothing outside
 // the root is read or touched.
-#include "executor/files.hpp"
+#include "aios/files.hpp"
 
 #include <gtest/gtest.h>
 #include <linux/filter.h>
@@ -18,7 +18,7 @@
 
 #include "support/daemon.hpp"
 
-namespace aios::executor::files {
+namespace aios::files {
 namespace {
 
 namespace fs = std::filesystem;
@@ -147,4 +147,4 @@ INSTANTIATE_TEST_SUITE_P(Resolution, BeneathTest, ::testing::Bool(),
                          });
 
 }  // namespace
-}  // namespace aios::executor::files
+}  // namespace aios::files

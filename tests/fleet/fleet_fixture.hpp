@@ -1,8 +1,8 @@
 #pragma once
 // Shared support for the task-plane suites: a scoped temporary directory, a real SQLite
-// Database in it, a ManualClock, a TaskPlane over both, and builders for agents, workers and
-// tasks with valid governed bindings. Raw SQL helpers read the tables the way the seed's tests
-// do (`SELECT … FROM fleet_dispatches`), through Database::read.
+// Database in it, a ManualClock, the SQLite store over both, a TaskPlane over that, and builders
+// for agents, workers and tasks with valid governed bindings. Raw SQL helpers read the tables the
+// way the seed's tests do (`SELECT … FROM fleet_dispatches`), through Database::read.
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
@@ -25,6 +25,7 @@
 #include "aios/fleet.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
+#include "store/sqlite/database.hpp"
 #include "support/code_of.hpp"
 
 namespace aios::fleet_test {
@@ -123,7 +124,8 @@ class PlaneTest : public ::testing::Test {
   PlaneTest()
       : clock_(start_time()),
         db_(DatabaseOptions{.path = db_path()}),
-        plane_(db_, clock_, options_) {}
+        store_(db_, clock_),
+        plane_(store_, options_) {}
 
   std::filesystem::path db_path() const { return dir_.path() / "tasks.sqlite3"; }
 
@@ -250,6 +252,7 @@ class PlaneTest : public ::testing::Test {
   ManualClock clock_;
   TaskPlaneOptions options_;
   Database db_;
+  store::SqliteStore store_;
   TaskPlane plane_;
 };
 

@@ -28,7 +28,8 @@ class QueryPlanTest : public PlaneTest {
   // A one-connection Database on the same file, traced, and a TaskPlane over it.
   QueryPlanTest()
       : traced_db_(DatabaseOptions{.path = db_path(), .connections = 1}),
-        traced_(traced_db_, clock_, options_) {
+        traced_store_(traced_db_, clock_),
+        traced_(traced_store_, options_) {
     traced_db_.read([this](SQLite::Database& db) {
       sqlite3_trace_v2(db.getHandle(), SQLITE_TRACE_STMT, record_statement, &statements_);
     });
@@ -58,6 +59,7 @@ class QueryPlanTest : public PlaneTest {
   }
 
   Database traced_db_;
+  store::SqliteStore traced_store_;
   TaskPlane traced_;
   std::set<std::string> statements_;
 };

@@ -94,8 +94,10 @@ TEST_F(StoreTest, SecondDatabaseSeesCommittedWrites) {
   Database one(DatabaseOptions{.path = path()});
   Database two(DatabaseOptions{.path = path(), .migrate = false});
   ManualClock clock(start_time());
-  TaskPlane plane_one(one, clock);
-  TaskPlane plane_two(two, clock);
+  store::SqliteStore store_one(one, clock);
+  store::SqliteStore store_two(two, clock);
+  TaskPlane plane_one(store_one);
+  TaskPlane plane_two(store_two);
   const Json agent_created =
       plane_one.create_agent({{"agent_id", "agent-x"}, {"granted_capabilities", {"code.read"}}});
   TaskSpec spec;
@@ -315,7 +317,8 @@ TEST_F(StoreTest, SeedRebindCasStillAppliesAfterMigration) {
 
   EXPECT_EQ(changed, 1);
   ManualClock clock(start_time());
-  TaskPlane plane(db, clock);
+  store::SqliteStore task_store(db, clock);
+  TaskPlane plane(task_store);
   TaskSpec spec;
   spec.task_id = "after-migration";
   EXPECT_EQ(plane.create_task(task_body(spec)).first, 201);
@@ -328,7 +331,8 @@ TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
   make_seed_db(path());
   Database db(DatabaseOptions{.path = path()});
   ManualClock clock(start_time());
-  TaskPlane plane(db, clock);
+  store::SqliteStore task_store(db, clock);
+  TaskPlane plane(task_store);
   TaskSpec spec;
   spec.task_id = "after-migration";
   ASSERT_EQ(plane.create_task(task_body(spec)).first, 201);

@@ -11,6 +11,7 @@
 
 #include "aios/canonical.hpp"
 #include "rebind/rebind_daemon.hpp"
+#include "store/sqlite/database.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::rebind_test {

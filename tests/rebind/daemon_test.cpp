@@ -8,6 +8,7 @@
 #include "http/http_test_support.hpp"
 #include "rebind/rebind_daemon.hpp"
 #include "rebind/seed_fixture.hpp"
+#include "store/sqlite/database.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::rebind_test {

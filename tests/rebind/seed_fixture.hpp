@@ -20,6 +20,7 @@
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
 #include "envelope/test_fixtures.hpp"
+#include "store/sqlite/database.hpp"
 #include "support/code_of.hpp"
 #include "support/daemon.hpp"
 

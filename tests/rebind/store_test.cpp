@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "rebind/seed_fixture.hpp"
+#include "store/sqlite/database.hpp"
 
 namespace aios::rebind_test {
 namespace {

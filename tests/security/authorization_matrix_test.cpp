@@ -15,6 +15,7 @@
 #include "aios/canonical.hpp"
 #include "bridge/bridge_fixture.hpp"
 #include "rebind/rebind_daemon.hpp"
+#include "store/sqlite/database.hpp"
 
 namespace aios::security_test {
 namespace {

@@ -16,6 +16,7 @@
 
 #include "aios/canonical.hpp"
 #include "rebind/rebind_daemon.hpp"
+#include "store/sqlite/database.hpp"
 #include "support/witness.hpp"
 #include "taskapi/client.hpp"
 

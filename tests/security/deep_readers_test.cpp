@@ -10,10 +10,10 @@
 #include <functional>
 #include <string>
 
-#include "aios/broker.hpp"
 #include "aios/executor.hpp"
 #include "executor/exchange_core.hpp"
 #include "fleet/internal.hpp"
+#include "store/sqlite/database.hpp"
 #include "support/code_of.hpp"
 #include "support/daemon.hpp"
 #include "worker/internal.hpp"

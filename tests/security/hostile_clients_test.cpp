@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "rebind/rebind_daemon.hpp"
+#include "store/sqlite/database.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::security_test {

@@ -164,7 +164,8 @@ TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
   // every one of them gets through exactly once.
   Database impatient(
       DatabaseOptions{.path = db_path(), .busy_timeout = std::chrono::milliseconds(5)});
-  TaskPlane plane(impatient, clock_, options_);
+  store::SqliteStore impatient_store(impatient, clock_);
+  TaskPlane plane(impatient_store, options_);
   std::atomic<bool> stop{false};
   std::atomic<bool> holding{false};
   std::thread storm([&] {
@@ -256,7 +257,8 @@ TEST_F(DiskFullTest, FullDiskFailsTheWriteAndLeavesEveryCommittedTaskWhole) {
   const auto path = dir_.path() / "tasks.sqlite3";
   ManualClock clock(start_time());
   Database db(DatabaseOptions{.path = path, .connections = 1});
-  TaskPlane plane(db, clock);
+  store::SqliteStore task_store(db, clock);
+  TaskPlane plane(task_store);
   // Most of the space goes to a file the test deletes later to free it.
   const auto ballast = dir_.path() / "ballast";
   test_write(ballast, std::string(600 * 1024, 'b'));

@@ -7,6 +7,8 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <ostream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,20 +30,24 @@ struct Backend {
       open;
 };
 
-// The SQLite backend with the Database it runs over.
-class OwnedSqliteStore final : public store::Store {
- public:
-  OwnedSqliteStore(const std::filesystem::path& dir, const Clock& clock)
-      : db_({.path = dir / "state.sqlite3"}), store_(db_, clock) {}
-  void write(const std::function<void(store::Transaction&)>& body) override { store_.write(body); }
-  void read(const std::function<void(store::Transaction&)>& body) override { store_.read(body); }
-  TimePoint now() const override { return store_.now(); }
-  void prepare_rebinds() override { store_.prepare_rebinds(); }
+// Names the backend in test output instead of dumping its bytes.
+void PrintTo(const Backend& backend, std::ostream* out) {
+  *out << backend.name;
+}
 
- private:
-  Database db_;
-  store::SqliteStore store_;
-};
+// Runs body(0) .. body(writers - 1) on their own threads, released at once, and waits for all.
+template <typename Body>
+void race(int writers, Body body) {
+  std::latch start(writers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < writers; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      body(i);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
 
 store::TaskRow queued_task(const std::string& task_id) {
   store::TaskRow row;
@@ -119,6 +125,11 @@ class StoreConformance : public ::testing::TestWithParam<Backend> {
     store_->read([&](store::Transaction& tx) { found = tx.rebind_receipt(task_id, key); });
     return found;
   }
+  // The code a write transaction of `body` ends with ("OK" when it commits).
+  template <typename Body>
+  std::string write_code(Body body) {
+    return code_of([&] { store_->write(body); });
+  }
   bool apply(const store::RebindUpdate& update) {
     bool applied = false;
     store_->write([&](store::Transaction& tx) { applied = tx.apply_rebind(update); });
@@ -167,12 +178,40 @@ TEST_P(StoreConformance, UpdateIsFencedByRevision) {
   next.status = "CLAIMED";
   next.revision = 5;
   bool updated = true;
-  store_->write([&](store::Transaction& tx) { updated = tx.update_task(next, 3); });
+  store_->write([&](store::Transaction& tx) { updated = tx.update_task(next, 3, 0); });
   EXPECT_FALSE(updated);
   EXPECT_EQ(load("task-a")->status, "QUEUED");
-  store_->write([&](store::Transaction& tx) { updated = tx.update_task(next, 4); });
+  store_->write([&](store::Transaction& tx) { updated = tx.update_task(next, 4, 0); });
   EXPECT_TRUE(updated);
   EXPECT_EQ(*load("task-a"), next);
+}
+
+TEST_P(StoreConformance, UpdateIsFencedByLeaseGeneration) {
+  // Given a heartbeat that advanced the lease generation without a new revision, a sweep that
+  // read the task before it should change nothing: its expected generation is stale.
+  insert(queued_task("task-a"));
+  store::TaskRow heartbeat = *load("task-a");
+  heartbeat.lease_generation = 1;
+  heartbeat.lease_expires_at = "2026-12-02T00:10:00Z";
+  store::TaskRow sweep = *load("task-a");
+  sweep.status = "QUEUED";
+  sweep.lease_expires_at = "";
+  sweep.revision = 5;
+  bool updated = false;
+  store_->write([&](store::Transaction& tx) { updated = tx.update_task(heartbeat, 4, 0); });
+  EXPECT_TRUE(updated);
+  store_->write([&](store::Transaction& tx) { updated = tx.update_task(sweep, 4, 0); });
+  EXPECT_FALSE(updated) << "a stale generation must not win over the heartbeat";
+  EXPECT_EQ(*load("task-a"), heartbeat);
+}
+
+TEST_P(StoreConformance, ConcurrentInsertsTakeDistinctQueueSequences) {
+  // Given eight writers inserting at once, each task should get its own queue number.
+  constexpr int kWriters = 8;
+  race(kWriters, [&](int i) { insert(queued_task("task-" + std::to_string(i))); });
+  std::set<std::int64_t> sequences;
+  for (int i = 0; i < kWriters; ++i) sequences.insert(load("task-" + std::to_string(i))->seq);
+  EXPECT_EQ(sequences.size(), static_cast<std::size_t>(kWriters));
 }
 
 TEST_P(StoreConformance, AFailedWriteBodyLeavesNothingBehind) {
@@ -220,9 +259,7 @@ TEST_P(StoreConformance, RebindReceiptRoundTripsAndIsKeptOnce) {
   EXPECT_FALSE(receipt("task-b", "key-00000001"));
   auto second = first;
   second.request_sha256 = std::string(64, 'f');
-  EXPECT_EQ(code_of([&] {
-              store_->write([&](store::Transaction& tx) { tx.insert_rebind_receipt(second); });
-            }),
+  EXPECT_EQ(write_code([&](store::Transaction& tx) { tx.insert_rebind_receipt(second); }),
             "STORE_FAILURE");
   EXPECT_EQ(receipt("task-a", "key-00000001"), first);
 }
@@ -272,19 +309,13 @@ TEST_P(StoreConformance, ConcurrentRebindsOfOneTaskApplyOnce) {
   insert(queued_task("task-a"));
   constexpr int kWriters = 8;
   std::atomic<int> applied{0};
-  std::latch start(kWriters);
-  std::vector<std::thread> writers;
-  for (int i = 0; i < kWriters; ++i) {
-    writers.emplace_back([&, i] {
-      start.arrive_and_wait();
-      store_->write([&](store::Transaction& tx) {
-        if (!tx.apply_rebind(rebind_of("task-a"))) return;
-        tx.insert_rebind_receipt(receipt_for("task-a", "key-0000000" + std::to_string(i)));
-        ++applied;
-      });
+  race(kWriters, [&](int i) {
+    store_->write([&](store::Transaction& tx) {
+      if (!tx.apply_rebind(rebind_of("task-a"))) return;
+      tx.insert_rebind_receipt(receipt_for("task-a", "key-0000000" + std::to_string(i)));
+      ++applied;
     });
-  }
-  for (auto& writer : writers) writer.join();
+  });
   EXPECT_EQ(applied.load(), 1);
   int receipts = 0;
   for (int i = 0; i < kWriters; ++i) {
@@ -294,11 +325,148 @@ TEST_P(StoreConformance, ConcurrentRebindsOfOneTaskApplyOnce) {
   EXPECT_EQ(load("task-a")->revision, 5);
 }
 
+store::ClaimRecord claim_for(int n, double now, double expires_at) {
+  const std::string id = std::to_string(n);
+  return {.claim_id = "claim-" + id,
+          .reservation_id = "reservation-" + id,
+          .task_id = "task-" + id,
+          .worker_id = "worker-a",
+          .agent_id = "agent-a",
+          .attempt = 1,
+          .task_revision = 4,
+          .scope_key = "global",
+          .failure_domain = "domain-a",
+          .max_slots = 1,
+          .score = 1,
+          .lease_expires_at = expires_at,
+          .now = now,
+          .created_at = "2026-12-02T00:00:00Z"};
+}
+
+TEST_P(StoreConformance, ConcurrentClaimsOfOneTaskGrantOne) {
+  // Given eight workers racing to claim one queued task (the claim CAS, then the claim row on
+  // each one's own slot), we should grant exactly one and leave the task with that worker.
+  insert(queued_task("task-0"));
+  constexpr int kWriters = 8;
+  std::atomic<int> granted{0};
+  race(kWriters, [&](int i) {
+    store_->write([&](store::Transaction& tx) {
+      auto row = tx.load_task("task-0");
+      if (!row || row->status != "QUEUED") return;
+      row->status = "CLAIMED";
+      row->claimed_by = "worker-" + std::to_string(i);
+      row->revision = 5;
+      if (!tx.update_task(*row, 4, 0)) return;
+      auto claim = claim_for(0, 100, 200);
+      claim.claim_id = "claim-" + std::to_string(i);
+      claim.reservation_id = "reservation-" + std::to_string(i);
+      claim.worker_id = row->claimed_by;
+      tx.insert_claim(claim);
+      ++granted;
+    });
+  });
+  EXPECT_EQ(granted.load(), 1);
+  const auto row = load("task-0");
+  EXPECT_EQ(row->status, "CLAIMED");
+  EXPECT_EQ(row->revision, 5);
+}
+
+TEST_P(StoreConformance, AHeartbeatAndASweepOfOneLeaseCommitOne) {
+  // Given a heartbeat and a sweep that read the same claimed task and then write at once, both
+  // expecting its current generation, exactly one should commit; whichever it is, the task is
+  // either extended (generation 1) or requeued (revision 5), never a mix.
+  for (int round = 0; round < 20; ++round) {
+    const std::string task_id = "task-" + std::to_string(round);
+    store::TaskRow claimed = queued_task(task_id);
+    claimed.status = "CLAIMED";
+    claimed.lease_expires_at = "2026-12-02T00:01:00Z";
+    insert(claimed);
+    store::TaskRow heartbeat = *load(task_id);
+    heartbeat.lease_generation = 1;
+    heartbeat.lease_expires_at = "2026-12-02T00:05:00Z";
+    store::TaskRow sweep = *load(task_id);
+    sweep.status = "QUEUED";
+    sweep.lease_expires_at = "";
+    sweep.revision = 5;
+    std::atomic<int> committed{0};
+    race(2, [&](int i) {
+      const store::TaskRow& row = i == 0 ? heartbeat : sweep;
+      store_->write([&](store::Transaction& tx) {
+        if (tx.update_task(row, 4, 0)) ++committed;
+      });
+    });
+    EXPECT_EQ(committed.load(), 1) << "round " << round;
+    const auto after = *load(task_id);
+    EXPECT_TRUE(after == heartbeat || after == sweep) << "round " << round;
+  }
+}
+
+TEST_P(StoreConformance, AWorkersLastSlotIsTakenOnce) {
+  // Given eight claims racing for a worker's one slot, we should grant exactly one and refuse
+  // the rest with FLEET_WORKER_CAPACITY_EXHAUSTED; an ended claim frees the slot again.
+  constexpr int kWriters = 8;
+  std::atomic<int> granted{0};
+  std::atomic<int> exhausted{0};
+  race(kWriters, [&](int i) {
+    const auto code =
+        write_code([&](store::Transaction& tx) { tx.insert_claim(claim_for(i, 100, 200)); });
+    if (code == test::kOk) ++granted;
+    if (code == "FLEET_WORKER_CAPACITY_EXHAUSTED") ++exhausted;
+  });
+  EXPECT_EQ(granted.load(), 1);
+  EXPECT_EQ(exhausted.load(), kWriters - 1);
+  EXPECT_EQ(write_code([&](store::Transaction& tx) { tx.insert_claim(claim_for(20, 150, 300)); }),
+            "FLEET_WORKER_CAPACITY_EXHAUSTED")
+      << "a live lease keeps its slot";
+  EXPECT_EQ(write_code([&](store::Transaction& tx) { tx.insert_claim(claim_for(21, 200, 300)); }),
+            test::kOk)
+      << "a lease that ran out gives its slot up";
+  store_->write([&](store::Transaction& tx) { tx.end_claim("claim-21", "SUBMITTED", "now"); });
+  EXPECT_EQ(write_code([&](store::Transaction& tx) { tx.insert_claim(claim_for(22, 210, 400)); }),
+            test::kOk)
+      << "an ended claim frees its slot";
+}
+
+TEST_P(StoreConformance, ABranchHoldsOneOpenWriterLease) {
+  // Given eight writer leases racing for one branch, we should open exactly one and refuse the
+  // rest with WRITER_LEASE_BRANCH_BUSY; once it ends, the branch takes a new one.
+  auto lease_for = [](int n) {
+    const std::string id = std::to_string(n);
+    return store::WriterLease{.writer_lease_id = "lease-" + id,
+                              .target_branch = "refs/heads/main",
+                              .task_id = "task-" + id,
+                              .claim_id = "claim-" + id,
+                              .attempt = 1,
+                              .execution_digest = std::string(64, 'b'),
+                              .agent_id = "agent-a",
+                              .created_at = "2026-12-02T00:00:00Z"};
+  };
+  constexpr int kWriters = 8;
+  std::atomic<int> opened{0};
+  std::atomic<int> busy{0};
+  race(kWriters, [&](int i) {
+    const auto code =
+        write_code([&](store::Transaction& tx) { tx.insert_writer_lease(lease_for(i)); });
+    if (code == test::kOk) ++opened;
+    if (code == "WRITER_LEASE_BRANCH_BUSY") ++busy;
+  });
+  EXPECT_EQ(opened.load(), 1);
+  EXPECT_EQ(busy.load(), kWriters - 1);
+  std::vector<store::WriterLease> open;
+  store_->read([&](store::Transaction& tx) { open = tx.open_writer_leases("refs/heads/main"); });
+  ASSERT_EQ(open.size(), 1U);
+  store_->write(
+      [&](store::Transaction& tx) { tx.end_writer_lease(open[0].writer_lease_id, "now"); });
+  EXPECT_EQ(write_code([&](store::Transaction& tx) { tx.insert_writer_lease(lease_for(30)); }),
+            test::kOk);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreConformance,
     ::testing::Values(Backend{"sqlite",
                               [](const std::filesystem::path& dir, const Clock& clock) {
-                                return std::make_unique<OwnedSqliteStore>(dir, clock);
+                                return store::open_sqlite_store({.path = dir / "state.sqlite3"},
+                                                                clock);
                               }}),
     [](const ::testing::TestParamInfo<Backend>& backend) { return backend.param.name; });
 

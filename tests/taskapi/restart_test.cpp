@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/sqlite/database.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::taskapi_test {

@@ -1,3 +1,5 @@
+#include "store/sqlite/database.hpp"
+
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "aios/error.hpp"
-#include "aios/store.hpp"
 #include "store/sqlite/schema.sql.hpp"
 
 namespace aios {

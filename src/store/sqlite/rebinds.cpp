@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aios/error.hpp"
+#include "store/sqlite/database.hpp"
 #include "store/sqlite/transaction.hpp"
 
 namespace aios::store {

@@ -169,7 +169,7 @@ CREATE TABLE IF NOT EXISTS fleet_task_quarantine(
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 4> kMigrations = {{
+inline constexpr std::array<Migration, 5> kMigrations = {{
     {1, std::string_view(kMigration1.data(), kMigration1.size() - 1)},
     // A heartbeat finds its dispatch by claim id, and a poll the tasks that failed in its
     // worker's domain, without scanning the dispatch history.
@@ -222,6 +222,34 @@ CREATE INDEX tasks_by_status_scope ON tasks(status, priority, scope_key, scope_w
     {4, R"sql(
 ALTER TABLE agents ADD COLUMN granted_tenants_json TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE agents ADD COLUMN revoked_at TEXT;
+)sql"},
+    // What a single writer used to guarantee, held by the schema so a backend with concurrent
+    // writers keeps it: a heartbeat advances the task's lease generation, which the sweeper's
+    // CAS checks (a heartbeat makes no new revision); a worker's slots are rows keyed by
+    // (worker, slot number), taken only when free or expired; a branch has at most one open
+    // writer lease; the queue sequence is a counter, not MAX(seq)+1.
+    {5, R"sql(
+ALTER TABLE tasks ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE fleet_worker_slots(
+  worker_id TEXT NOT NULL,
+  slot INTEGER NOT NULL,
+  claim_id TEXT NOT NULL,
+  expires_at REAL NOT NULL,
+  PRIMARY KEY(worker_id, slot)
+);
+CREATE INDEX fleet_worker_slots_by_claim ON fleet_worker_slots(claim_id);
+INSERT INTO fleet_worker_slots(worker_id, slot, claim_id, expires_at)
+  SELECT worker_id, ROW_NUMBER() OVER (PARTITION BY worker_id ORDER BY claim_id) - 1, claim_id,
+         lease_expires_at
+  FROM claims WHERE status='ACTIVE';
+DROP INDEX bridge_writer_leases_open;
+CREATE UNIQUE INDEX bridge_writer_leases_open ON bridge_writer_leases(target_branch)
+  WHERE ended_at IS NULL;
+CREATE TABLE task_queue_sequence(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  last_seq INTEGER NOT NULL
+);
+INSERT INTO task_queue_sequence(id, last_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM tasks;
 )sql"},
 }};
 

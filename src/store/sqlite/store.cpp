@@ -1,9 +1,8 @@
 // The SQLite backend of store::Store. SQLite serialises writers (BEGIN IMMEDIATE), so a write
 // body never loses a serialisation conflict and runs exactly once.
-#include "aios/store.hpp"
-
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "store/sqlite/database.hpp"
 #include "store/sqlite/schema.sql.hpp"
 #include "store/sqlite/transaction.hpp"
 
@@ -29,6 +28,35 @@ TimePoint SqliteStore::now() const {
   return clock_.now();
 }
 
+int SqliteStore::schema_version() {
+  return db_.schema_version();
+}
+
+namespace {
+
+// What open_sqlite_store hands out: the store with the Database it runs on.
+class OwningSqliteStore final : public Store {
+ public:
+  OwningSqliteStore(SqliteOptions options, const Clock& clock)
+      : db_(std::move(options)), store_(db_, clock) {}
+
+  void write(const std::function<void(Transaction&)>& body) override { store_.write(body); }
+  void read(const std::function<void(Transaction&)>& body) override { store_.read(body); }
+  TimePoint now() const override { return store_.now(); }
+  void prepare_rebinds() override { store_.prepare_rebinds(); }
+  int schema_version() override { return store_.schema_version(); }
+
+ private:
+  Database db_;
+  SqliteStore store_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite_store(SqliteOptions options, const Clock& clock) {
+  return std::make_unique<OwningSqliteStore>(std::move(options), clock);
+}
+
 void SqliteStore::prepare_rebinds() {
   db_.write(
       [](SQLite::Database& connection) { connection.exec(std::string(kCreateRebindReceipts)); });
@@ -42,14 +70,98 @@ void SqliteTransaction::insert_task(const TaskRow& row) {
   store::insert_task(db_, row);
 }
 
-bool SqliteTransaction::update_task(const TaskRow& row, std::int64_t expected_revision) {
-  return store::update_task(db_, row, expected_revision);
+bool SqliteTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
+                                    std::int64_t expected_lease_generation) {
+  return store::update_task(db_, row, expected_revision, expected_lease_generation);
 }
 
 void SqliteTransaction::append_event(const std::string& task_id, const std::string& event_type,
                                      const std::string& agent_id, const nlohmann::json& payload,
                                      const std::string& created_at) {
   store::append_event(db_, task_id, event_type, agent_id, payload, created_at);
+}
+
+std::vector<TaskRow> SqliteTransaction::tasks_with_status(const std::string& status,
+                                                          std::int64_t after_seq,
+                                                          std::size_t limit) {
+  return store::tasks_with_status(db_, status, after_seq, limit);
+}
+
+void SqliteTransaction::visit_queued_tasks_in_fleet_order(
+    const std::function<bool(const TaskRow&)>& visit) {
+  store::visit_queued_tasks_in_fleet_order(db_, visit);
+}
+
+std::vector<LeaseRecord> SqliteTransaction::claimed_leases(std::size_t limit) {
+  Prepared query(db_,
+                 "SELECT task_id, lease_expires_at FROM tasks "
+                 "WHERE status='CLAIMED' ORDER BY lease_expires_at LIMIT ?");
+  query->bind(1, static_cast<std::int64_t>(limit));
+  std::vector<LeaseRecord> leases;
+  while (query->executeStep()) {
+    const auto& expires = query->getColumn(1);
+    leases.push_back(
+        {query->getColumn(0).getString(), expires.isNull() ? std::string() : expires.getString()});
+  }
+  return leases;
+}
+
+std::vector<std::string> SqliteTransaction::tasks_claimed_by_agent(const std::string& agent_id) {
+  Prepared query(db_,
+                 "SELECT t.task_id FROM tasks t JOIN workers w ON w.worker_id=t.claimed_by "
+                 "WHERE t.status='CLAIMED' AND w.agent_id=? ORDER BY t.task_id");
+  query->bind(1, agent_id);
+  std::vector<std::string> held;
+  while (query->executeStep()) held.push_back(query->getColumn(0).getString());
+  return held;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> SqliteTransaction::status_counts() {
+  Prepared query(db_, "SELECT status, COUNT(*) FROM tasks GROUP BY status");
+  std::vector<std::pair<std::string, std::int64_t>> counts;
+  while (query->executeStep()) {
+    counts.emplace_back(query->getColumn(0).getString(), query->getColumn(1).getInt64());
+  }
+  return counts;
+}
+
+std::vector<EventRecord> SqliteTransaction::task_events(const std::string& task_id,
+                                                        std::int64_t after, std::size_t limit) {
+  Prepared query(db_,
+                 "SELECT event_id, event_type, agent_id, payload_json, created_at "
+                 "FROM task_events WHERE task_id=? AND event_id>? ORDER BY event_id LIMIT ?");
+  query->bind(1, task_id);
+  query->bind(2, after);
+  query->bind(3, static_cast<std::int64_t>(limit));
+  std::vector<EventRecord> events;
+  const auto text = [](const SQLite::Column& column) {
+    return column.isNull() ? std::string() : column.getString();
+  };
+  while (query->executeStep()) {
+    events.push_back({query->getColumn(0).getInt64(), text(query->getColumn(1)),
+                      text(query->getColumn(2)), text(query->getColumn(3)),
+                      text(query->getColumn(4))});
+  }
+  return events;
+}
+
+bool SqliteTransaction::resolution_recorded(const Resolution& resolution) {
+  Prepared query(db_,
+                 "SELECT 1 FROM task_events WHERE task_id=? AND "
+                 "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=? AND "
+                 "json_extract(payload_json,'$.attempt') IS ? AND "
+                 "json_extract(payload_json,'$.worker_id') IS ? AND "
+                 "json_extract(payload_json,'$.execution_digest')=?");
+  query->bind(1, resolution.task_id);
+  query->bind(2, resolution.actor);
+  query->bind(3, resolution.attempt);
+  if (resolution.worker_id) {
+    query->bind(4, *resolution.worker_id);
+  } else {
+    query->bind(4);
+  }
+  query->bind(5, resolution.execution_digest);
+  return query->executeStep();
 }
 
 }  // namespace aios::store

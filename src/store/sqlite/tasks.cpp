@@ -1,7 +1,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "aios/canonical.hpp"
-#include "aios/store.hpp"
+#include "aios/error.hpp"
+#include "store/sqlite/database.hpp"
 
 namespace aios::store {
 namespace {
@@ -10,7 +11,7 @@ constexpr const char* kColumns =
     "task_id,status,attempt,max_attempts,revision,claimed_by,lease_token_hash,lease_expires_at,"
     "claim_id,verification_json,result_json,metadata_json,required_capabilities_json,job_id,"
     "action,adapter,priority,scope_key,scope_weight,task_json,request_sha256,created_at,"
-    "updated_at,execution_digest,capability_scope_json,seq";
+    "updated_at,execution_digest,capability_scope_json,seq,lease_generation";
 
 std::string text(const SQLite::Column& column) {
   return column.isNull() ? std::string() : column.getString();
@@ -44,6 +45,7 @@ TaskRow read_row(SQLite::Statement& query) {
   row.execution_digest = text(query.getColumn(23));
   row.capability_scope_json = text(query.getColumn(24));
   row.seq = query.getColumn(25).getInt64();
+  row.lease_generation = query.getColumn(26).getInt64();
   return row;
 }
 
@@ -66,9 +68,14 @@ std::optional<TaskRow> load_task(SQLite::Database& db, const std::string& task_i
 }
 
 void insert_task(SQLite::Database& db, const TaskRow& row) {
-  store::Prepared insert(db, std::string("INSERT INTO tasks(") + kColumns +
-                                 ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                                 "(SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks))");
+  // The counter row is the queue's order: each insert takes the next number under the row's
+  // write lock, so no two tasks share one whatever the backend's isolation.
+  store::Prepared next(db, "UPDATE task_queue_sequence SET last_seq=last_seq+1 RETURNING last_seq");
+  if (!next->executeStep()) throw Error(ErrorCode::STORE_FAILURE, "the queue sequence is missing");
+  const std::int64_t seq = next->getColumn(0).getInt64();
+  store::Prepared insert(db,
+                         std::string("INSERT INTO tasks(") + kColumns +
+                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   insert->bind(1, row.task_id);
   insert->bind(2, row.status);
   insert->bind(3, row.attempt);
@@ -94,16 +101,19 @@ void insert_task(SQLite::Database& db, const TaskRow& row) {
   bind_text(*insert, 23, row.updated_at);
   bind_text(*insert, 24, row.execution_digest);
   bind_text(*insert, 25, row.capability_scope_json);
+  insert->bind(26, seq);
+  insert->bind(27, row.lease_generation);
   insert->exec();
 }
 
-bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected_revision) {
+bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected_revision,
+                 std::int64_t expected_lease_generation) {
   store::Prepared update(
       db,
       "UPDATE tasks SET status=?, attempt=?, revision=?, claimed_by=?, lease_token_hash=?, "
       "lease_expires_at=?, claim_id=?, verification_json=?, result_json=?, metadata_json=?, "
-      "updated_at=?, execution_digest=?, action=?, adapter=?, capability_scope_json=? "
-      "WHERE task_id=? AND revision=?");
+      "updated_at=?, execution_digest=?, action=?, adapter=?, capability_scope_json=?, "
+      "lease_generation=? WHERE task_id=? AND revision=? AND lease_generation=?");
   update->bind(1, row.status);
   update->bind(2, row.attempt);
   update->bind(3, row.revision);
@@ -119,8 +129,10 @@ bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected
   bind_text(*update, 13, row.action);
   bind_text(*update, 14, row.adapter);
   bind_text(*update, 15, row.capability_scope_json);
-  update->bind(16, row.task_id);
-  update->bind(17, expected_revision);
+  update->bind(16, row.lease_generation);
+  update->bind(17, row.task_id);
+  update->bind(18, expected_revision);
+  update->bind(19, expected_lease_generation);
   return update->exec() == 1;
 }
 

@@ -2,9 +2,9 @@
 // asked) and runtime-result.v1 (what it answers), and the OpenClaw turn's mapping onto them.
 #include <algorithm>
 
-#include "aios/broker.hpp"
 #include "aios/canonical.hpp"
-#include "envelope/parts.hpp"
+#include "aios/envelope.hpp"
+#include "aios/executor.hpp"
 #include "executor/rules.hpp"
 
 namespace aios::broker {

@@ -1,14 +1,15 @@
 #pragma once
-// The executor's file discipline: reads that never follow a symlink and are bounded, writes
-// that are atomic (temporary file, fsync, rename, fsync of the directory) with mode 0640, and
-// private temporary directories removed on every path.
+// The file discipline of every module that touches agent-written or private files (the executor,
+// the broker, the worker's governed writes): reads that never follow a symlink and are bounded,
+// writes that are atomic (temporary file, fsync, rename, fsync of the directory) with mode 0640,
+// and private temporary directories removed on every path.
 
 #include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
 
-namespace aios::executor::files {
+namespace aios::files {
 
 enum class ReadStatus {
   ok,
@@ -72,4 +73,4 @@ class PrivateDirectory {
   std::filesystem::path path_;
 };
 
-}  // namespace aios::executor::files
+}  // namespace aios::files

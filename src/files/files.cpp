@@ -1,4 +1,4 @@
-#include "executor/files.hpp"
+#include "aios/files.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -11,9 +11,9 @@
 #include <system_error>
 
 #include "aios/log.hpp"
-#include "process/fd.hpp"
+#include "aios/process.hpp"
 
-namespace aios::executor::files {
+namespace aios::files {
 namespace {
 
 using process::Fd;
@@ -266,4 +266,4 @@ PrivateDirectory::~PrivateDirectory() {
   }
 }
 
-}  // namespace aios::executor::files
+}  // namespace aios::files

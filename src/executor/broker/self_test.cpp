@@ -2,11 +2,11 @@
 // the backend must change the requested worktree while HEAD stays at the base commit.
 #include <fstream>
 
-#include "aios/broker.hpp"
 #include "aios/canonical.hpp"
+#include "aios/executor.hpp"
+#include "aios/files.hpp"
 #include "aios/git.hpp"
 #include "aios/sys.hpp"
-#include "executor/files.hpp"
 
 namespace aios::broker {
 
@@ -16,7 +16,7 @@ using nlohmann::json;
 inline constexpr std::string_view kSelfTestFile = "SELFTEST.md";
 
 json self_test(std::string_view backend, const BrokerOptions& options) {
-  const executor::files::PrivateDirectory scratch(options.temporary_root, "aios-broker-self-test-");
+  const files::PrivateDirectory scratch(options.temporary_root, "aios-broker-self-test-");
   const fs::path authority = scratch.path() / "authority.git";
   const std::string base = git::create_repository(
       authority, {{std::string(kSelfTestFile), false, "before the broker self-test\n"}},
@@ -42,7 +42,7 @@ json self_test(std::string_view backend, const BrokerOptions& options) {
                         {"success_criteria", json::array()},
                         {"constraints", json::object()}});
   const fs::path request_path = scratch.path() / "request.json";
-  executor::files::write_atomic(request_path, canonical_json(request));
+  files::write_atomic(request_path, canonical_json(request));
   const json result = execute_request(request_path, scratch.path() / "result.json", local);
 
   git::Worktree inspected(worktree);

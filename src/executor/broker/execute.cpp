@@ -5,11 +5,11 @@
 #include <set>
 #include <system_error>
 
-#include "aios/broker.hpp"
 #include "aios/canonical.hpp"
+#include "aios/executor.hpp"
+#include "aios/files.hpp"
 #include "aios/process.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/files.hpp"
 #include "executor/output.hpp"
 #include "executor/profile_rules.hpp"
 
@@ -24,8 +24,8 @@ using nlohmann::json;
 }
 
 json read_request(const fs::path& path) {
-  const auto read = executor::files::read_file(path, executor::kMaxRequestBytes);
-  if (read.status != executor::files::ReadStatus::ok) {
+  const auto read = files::read_file(path, executor::kMaxRequestBytes);
+  if (read.status != files::ReadStatus::ok) {
     throw Error(ErrorCode::RUNTIME_BROKER_REQUEST_INVALID, "unreadable request file");
   }
   const json value = parse_json(read.content);
@@ -76,8 +76,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
                  const executor::ExecuteOptions& execute) {
   const fs::path worktree = checked_worktree(request, options.worktree_root);
   const auto& profile = backend.profile;
-  executor::files::PrivateDirectory temporary(options.temporary_root,
-                                              "aios-broker-" + profile.runtime + "-");
+  files::PrivateDirectory temporary(options.temporary_root, "aios-broker-" + profile.runtime + "-");
   for (const char* sub : {"home", "tmp"}) {
     if (::mkdir((temporary.path() / sub).c_str(), 0700) != 0) {
       throw Error(ErrorCode::INTERNAL_ERROR, "cannot create the private directories");
@@ -166,12 +165,12 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
                      const std::vector<fs::path>& executable_roots) {
   const std::string backend_name(name);
   if (!is_backend_name(backend_name)) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_UNSUPPORTED);
-  if (executor::files::is_symlink(config_root)) {
+  if (files::is_symlink(config_root)) {
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, "config root is a symlink");
   }
-  const auto read = executor::files::read_file(
-      config_root / ("agent-runtime-" + backend_name + ".conf"), executor::kMaxProfileBytes);
-  if (read.status != executor::files::ReadStatus::ok) {
+  const auto read = files::read_file(config_root / ("agent-runtime-" + backend_name + ".conf"),
+                                     executor::kMaxProfileBytes);
+  if (read.status != files::ReadStatus::ok) {
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_CONFIG_UNAVAILABLE, backend_name);
   }
   using Ordered = nlohmann::ordered_json;
