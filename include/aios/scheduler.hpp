@@ -1,0 +1,57 @@
+#pragma once
+// The task scheduler's assembly, as aios-task-scheduler runs it: one store, the task plane on
+// it, the Task API and the governed Bridge each on its own loopback listener, and the lease
+// sweeper, whose last successful sweep is the daemon's liveness. The main parses options,
+// starts it, reports readiness and waits for a signal.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "aios/bridge.hpp"
+#include "aios/sys.hpp"
+
+namespace aios {
+
+struct SchedulerOptions {
+  std::filesystem::path db{"/var/lib/aios-agent-task/state.sqlite3"};
+  std::string api_host = "127.0.0.1";
+  std::uint16_t api_port = 18940;  // 0: any free port
+  std::string bridge_host = "127.0.0.1";
+  std::uint16_t bridge_port = 18892;  // 0: any free port
+  BridgeOptions bridge;
+  std::chrono::seconds lease{120};
+  std::chrono::milliseconds sweep_interval{1000};
+  unsigned threads = 4;  // HTTP io threads per listener; the store keeps one connection more
+};
+
+class Scheduler {
+ public:
+  // Opens (and migrates) the store and builds both services; `control_token` is the owner's.
+  // Throws aios::Error: STORE_UNAVAILABLE, STORE_DURABILITY_UNAVAILABLE, ...
+  Scheduler(const SchedulerOptions& options, std::string control_token, const Clock& clock);
+  ~Scheduler();  // stop()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Binds both listeners and starts serving and sweeping. Throws aios::Error (HTTP_BIND_*).
+  void start();
+  // Drains in-flight requests on both listeners and stops sweeping. Idempotent.
+  void stop();
+
+  std::uint16_t api_port() const;
+  std::uint16_t bridge_port() const;
+  int schema_version() const;
+  std::size_t in_flight() const;
+  // The last sweep committed within `window`: the store still takes writes.
+  bool sweeping_within(std::chrono::steady_clock::duration window) const;
+
+ private:
+  struct Parts;
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace aios

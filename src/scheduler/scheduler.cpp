@@ -1,0 +1,118 @@
+#include "aios/scheduler.hpp"
+
+#include <atomic>
+#include <optional>
+#include <utility>
+
+#include "aios/fleet.hpp"
+#include "aios/http.hpp"
+#include "aios/log.hpp"
+#include "aios/store.hpp"
+#include "aios/taskapi.hpp"
+
+namespace aios {
+namespace {
+
+// A plan carries whole files; the envelope's own limit (16 MiB canonical) is the bound.
+constexpr std::size_t kBridgeMaxBodyBytes = 17 * 1024 * 1024;
+
+http::ServerOptions listener(const std::string& host, std::uint16_t port, unsigned threads) {
+  http::ServerOptions options;
+  options.host = host;
+  options.port = port;
+  options.threads = threads;
+  options.on_unhandled_exception = [](std::string_view what) {
+    log::error("HANDLER_EXCEPTION", {{"what", what}});
+  };
+  return options;
+}
+
+}  // namespace
+
+struct Scheduler::Parts {
+  Parts(const SchedulerOptions& options, std::string control_token, const Clock& clock)
+      : store(store::open_sqlite_store(
+            {.path = options.db, .connections = static_cast<std::size_t>(options.threads) + 1},
+            clock)),
+        plane(*store, {.lease = options.lease}),
+        api(plane, control_token, metrics),
+        bridge(*store, plane, std::move(control_token), options.bridge),
+        api_server(api_options(options),
+                   [this](const http::Request& request) { return api.handle(request); }),
+        bridge_server(bridge_options(options),
+                      [this](const http::Request& request) { return bridge.handle(request); }),
+        sweep_interval(options.sweep_interval) {}
+
+  http::ServerOptions api_options(const SchedulerOptions& options) {
+    auto server = listener(options.api_host, options.api_port, options.threads);
+    server.admits = [this](const http::Request& request) { return api.admits(request); };
+    return server;
+  }
+  http::ServerOptions bridge_options(const SchedulerOptions& options) {
+    auto server = listener(options.bridge_host, options.bridge_port, options.threads);
+    server.max_body_bytes = kBridgeMaxBodyBytes;
+    server.admits = [this](const http::Request& request) { return bridge.admits(request); };
+    return server;
+  }
+
+  // Returns leases whose holders went silent to the queue.
+  void sweep() {
+    try {
+      const auto swept = plane.sweep_expired_leases();
+      metrics.count_expired(swept);
+      if (swept > 0) log::info("LEASES_EXPIRED", {{"count", swept}});
+      last_sweep = std::chrono::steady_clock::now();
+    } catch (const Error& error) {
+      log::warn("LEASE_SWEEP_FAILED", {{"error", error.code()}});
+    }
+  }
+
+  std::unique_ptr<store::Store> store;
+  TaskPlane plane;
+  TaskApiMetrics metrics;
+  TaskApi api;
+  Bridge bridge;
+  http::Server api_server;
+  http::Server bridge_server;
+  std::chrono::milliseconds sweep_interval;
+  std::atomic<std::chrono::steady_clock::time_point> last_sweep{std::chrono::steady_clock::now()};
+  std::optional<PeriodicThread> sweeper;
+};
+
+Scheduler::Scheduler(const SchedulerOptions& options, std::string control_token, const Clock& clock)
+    : parts_(std::make_unique<Parts>(options, std::move(control_token), clock)) {}
+
+Scheduler::~Scheduler() {
+  stop();
+}
+
+void Scheduler::start() {
+  parts_->api_server.start();
+  parts_->bridge_server.start();
+  parts_->sweeper.emplace(parts_->sweep_interval, [this] { parts_->sweep(); });
+}
+
+void Scheduler::stop() {
+  parts_->api_server.stop();
+  parts_->bridge_server.stop();
+  parts_->sweeper.reset();
+}
+
+std::uint16_t Scheduler::api_port() const {
+  return parts_->api_server.port();
+}
+std::uint16_t Scheduler::bridge_port() const {
+  return parts_->bridge_server.port();
+}
+int Scheduler::schema_version() const {
+  return parts_->store->schema_version();
+}
+std::size_t Scheduler::in_flight() const {
+  return parts_->api_server.in_flight() + parts_->bridge_server.in_flight();
+}
+
+bool Scheduler::sweeping_within(std::chrono::steady_clock::duration window) const {
+  return std::chrono::steady_clock::now() - parts_->last_sweep.load() < window;
+}
+
+}  // namespace aios
