@@ -28,12 +28,6 @@ std::vector<std::string> own_environment() {
   return entries;
 }
 
-std::optional<std::filesystem::path> env_path(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::filesystem::path(value);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,91 +46,29 @@ int main(int argc, char** argv) {
       "aios-external-agent-executor"};
   aios::daemon::add_version_flag(app);
   namespace executor = aios::executor;
-  std::string root = executor::kDefaultExchangeRoot.string();
-  std::string profile_root = executor::kDefaultProfileRoot.string();
-  std::string request;
-  std::string result;
-  unsigned concurrency = 1;
-  std::vector<std::string> executable_roots;
-  app.add_option("--root", root, "Exchange directory (requests/, results/, failed/, started/)")
-      ->capture_default_str();
-  app.add_option("--profile-root", profile_root, "Root-owned runtime profile directory")
-      ->capture_default_str();
-  auto* request_option = app.add_option("--request", request, "Run this one request file");
-  auto* result_option = app.add_option("--result", result, "Write the one request's result here");
-  request_option->needs(result_option);
-  result_option->needs(request_option);
-  app.add_option("--concurrency", concurrency, "Serve mode: requests run at once")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 64));
-  std::string key_file = aios::daemon::credential_file("exchange_result_key");
-  app.add_option("--exchange-key-file", key_file,
-                 "Serve mode: the exchange key (at least 32 bytes, root-provisioned, shared\n"
-                 "with the worker; default $CREDENTIALS_DIRECTORY/exchange_result_key)");
-  bool broker = false;
-  std::string config_root = aios::broker::kDefaultConfigRoot.string();
-  std::string worktree_root = aios::broker::kDefaultWorktreeRoot.string();
-  std::string self_test;
-  app.add_flag("--broker", broker,
-               "Engineering runtime broker mode (aios-agent-runtime-broker.service):\n"
-               "runtime-request.v1 in, the backend of <config-root>/agent-runtime-\n"
-               "<backend>.conf run in the request's worktree, runtime-result.v1 out;\n"
-               "--root defaults to /var/lib/aios-agent-runtime-broker");
-  app.add_option("--config-root", config_root, "Broker: root-owned backend configuration directory")
-      ->capture_default_str();
-  app.add_option("--worktree-root", worktree_root,
-                 "Broker: directory a request's worktree must lie under")
-      ->capture_default_str();
-  app.add_option("--self-test", self_test,
-                 "Broker: run the disposable self-test against this backend, print its\n"
-                 "report and exit (0 when the backend changed the worktree and HEAD\n"
-                 "stayed at the base commit)");
-  app.add_option("--executable-root", executable_roots,
-                 "Directory a profile's executable and node script must resolve\n"
-                 "under; repeat for several. Replaces the built-in list: /usr/bin,\n"
-                 "/usr/local/bin, /opt/aios/bin, /opt/hermes, /opt/openclaw,\n"
-                 "/opt/aios-hermes-agent, /opt/aios/openclaw-engineering");
+  const executor::CommandLine command_line(app);
   CLI11_PARSE(app, argc, argv);
 
-  executor::ExecuteOptions execute;
-  execute.profile_root = profile_root;
-  if (!executable_roots.empty()) {
-    execute.executable_roots.assign(executable_roots.begin(), executable_roots.end());
-  }
-  execute.credentials_directory = env_path("CREDENTIALS_DIRECTORY");
-  execute.temporary_root = env_path("TMPDIR").value_or("/tmp");
-  const aios::broker::BrokerOptions broker_options{
-      .config_root = config_root,
-      .executable_roots = execute.executable_roots,
-      .credentials_directory = execute.credentials_directory,
-      .temporary_root = execute.temporary_root,
-      .worktree_root = worktree_root};
-  if (broker && app.count("--root") == 0) root = aios::broker::kDefaultExchangeRoot.string();
-
-  if (!self_test.empty()) {
+  using Mode = executor::CommandLine::Mode;
+  if (command_line.mode() != Mode::serve) {
     try {
       executor::assert_no_secret_environment(own_environment());
-      const auto report = aios::broker::self_test(self_test, broker_options);
-      std::printf("%s\n", aios::canonical_json(report).c_str());
-      return 0;
-    } catch (const aios::Error& error) {
-      std::fprintf(stderr, "%s %s\n", executor::failure_text(error).c_str(),
-                   error.detail().c_str());
-      return 1;
-    }
-  }
-
-  if (!request.empty()) {
-    try {
-      executor::assert_no_secret_environment(own_environment());
-      if (broker) {
-        aios::broker::execute_request(request, result, broker_options);
+      if (command_line.mode() == Mode::self_test) {
+        const auto report = aios::broker::self_test(command_line.self_test_backend(),
+                                                    command_line.broker_options());
+        std::printf("%s\n", aios::canonical_json(report).c_str());
+      } else if (command_line.broker()) {
+        aios::broker::execute_request(command_line.request(), command_line.result(),
+                                      command_line.broker_options());
       } else {
-        executor::execute_request(request, result, execute);
+        executor::execute_request(command_line.request(), command_line.result(),
+                                  command_line.execute_options());
       }
       return 0;
     } catch (const aios::Error& error) {
-      std::fprintf(stderr, "%s\n", executor::failure_text(error).c_str());
+      // The self-test's detail says which of its steps failed; a request's stays in its result.
+      std::fprintf(stderr, "%s%s\n", executor::failure_text(error).c_str(),
+                   command_line.mode() == Mode::self_test ? (" " + error.detail()).c_str() : "");
       return 1;
     }
   }
@@ -144,13 +76,7 @@ int main(int argc, char** argv) {
   const aios::daemon::TerminationSignals signals;
   try {
     executor::assert_no_secret_environment(own_environment());
-    auto key = executor::ExchangeKey::from_file(key_file);
-    executor::Server server(
-        broker ? aios::broker::serve_options(root, broker_options, concurrency, std::move(key))
-               : executor::ServeOptions{.root = root,
-                                        .execute = execute,
-                                        .concurrency = concurrency,
-                                        .key = std::move(key)});
+    executor::Server server(command_line.serve_options());
     std::atomic<bool> failed = false;
     std::thread serving([&server, &failed] {
       try {
@@ -162,7 +88,7 @@ int main(int argc, char** argv) {
       }
     });
     // The inotify watch is up once the server exists: a request renamed in from now on is seen.
-    aios::service_manager::notify_ready("watching " + root + "/requests");
+    aios::service_manager::notify_ready("watching " + command_line.root().string() + "/requests");
     const aios::service_manager::Watchdog watchdog([&failed] { return !failed.load(); });
     const int signal = signals.wait();
     aios::log::info("EXTERNAL_AGENT_EXECUTOR_DRAINING", {{"signal", signal}});

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "aios/sys.hpp"
 #include "aios/version.hpp"
 
 namespace aios::daemon {
@@ -16,16 +17,9 @@ inline void add_version_flag(CLI::App& app) {
   app.set_version_flag("--version", app.get_name() + " " + kVersion);
 }
 
-// Where systemd's LoadCredential= puts credential `name`: $CREDENTIALS_DIRECTORY/<name>, under
-// /run/credentials when systemd set none.
-inline std::string credential_file(const char* name) {
-  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
-  return std::string(directory != nullptr ? directory : "/run/credentials") + "/" + name;
-}
-
 // The seed's default for AIOS_AGENT_TASK_CONTROL_TOKEN_FILE.
 inline std::string default_control_token_file() {
-  return credential_file("agent_task_control_token");
+  return aios::credential_file("agent_task_control_token");
 }
 
 }  // namespace aios::daemon

@@ -29,6 +29,11 @@
 
 #include "aios/error.hpp"
 #include "aios/process.hpp"
+#include "aios/sys.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace aios::executor {
 
@@ -399,3 +404,36 @@ nlohmann::json exchange(const std::filesystem::path& root, const nlohmann::json&
 nlohmann::json self_test(std::string_view backend, const BrokerOptions& options);
 
 }  // namespace aios::broker
+
+namespace aios::executor {
+
+// aios-external-agent-executor's command line, bound to `app` (both modes, the executor's and
+// the broker's). Each accessor is what the options name; the environment supplies
+// CREDENTIALS_DIRECTORY and TMPDIR.
+class CommandLine {
+ public:
+  enum class Mode { serve, one_request, self_test };
+
+  explicit CommandLine(CLI::App& app);
+  ~CommandLine();
+  CommandLine(const CommandLine&) = delete;
+  CommandLine& operator=(const CommandLine&) = delete;
+
+  Mode mode() const;
+  bool broker() const;
+  const std::string& request() const;
+  const std::string& result() const;
+  const std::string& self_test_backend() const;
+  // The exchange: --root, or the broker's own default in broker mode.
+  std::filesystem::path root() const;
+  ExecuteOptions execute_options() const;
+  broker::BrokerOptions broker_options() const;
+  // Serve mode's options, sealed under the key file's key (EXTERNAL_AGENT_EXCHANGE_KEY_*).
+  ServeOptions serve_options() const;
+
+ private:
+  struct Values;
+  std::unique_ptr<Values> values_;
+};
+
+}  // namespace aios::executor

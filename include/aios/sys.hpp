@@ -66,6 +66,10 @@ std::string random_hex(std::size_t bytes);
 std::string read_secret_file(const std::filesystem::path& path, std::size_t min_length,
                              ErrorCode unavailable, ErrorCode invalid);
 
+// Where systemd's LoadCredential= puts credential `name`: $CREDENTIALS_DIRECTORY/<name>, under
+// /run/credentials when systemd set none.
+std::string credential_file(std::string_view name);
+
 // Calls `tick` every `interval` on its own thread until destroyed; the destructor wakes the
 // thread at once and waits for a running tick to return. `tick` must not throw.
 class PeriodicThread {

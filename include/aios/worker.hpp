@@ -22,6 +22,10 @@
 #include "aios/executor.hpp"
 #include "aios/sys.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace aios {
 
 struct WorkerConfig {
@@ -61,6 +65,25 @@ struct WorkerConfig {
   // Fault injection for crash tests: the worker kills itself with SIGKILL right after this
   // checkpoint phase is durable (AIOS_WORKER_FAULT_KILL_AFTER_PHASE). Empty: never.
   std::string kill_after_phase;
+};
+
+// The worker's command line: every option, bound to `app` with the environment variable it also
+// reads. config() is what they name, with the agent token and the exchange key read from their
+// files (aios::Error WORKER_AGENT_TOKEN_*, EXTERNAL_AGENT_EXCHANGE_KEY_*).
+class WorkerCommandLine {
+ public:
+  explicit WorkerCommandLine(CLI::App& app);
+  ~WorkerCommandLine();
+  WorkerCommandLine(const WorkerCommandLine&) = delete;
+  WorkerCommandLine& operator=(const WorkerCommandLine&) = delete;
+
+  WorkerConfig config() const;
+  bool once() const;
+  bool serve_verification() const;
+
+ private:
+  struct Values;
+  std::unique_ptr<Values> values_;
 };
 
 // What one pass of the loop did with a task.

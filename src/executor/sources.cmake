@@ -4,6 +4,7 @@ target_sources(aios_core PRIVATE
   executor/broker/contract.cpp
   executor/broker/execute.cpp
   executor/broker/self_test.cpp
+  executor/command_line.cpp
   executor/credentials.cpp
   executor/exchange.cpp
   executor/execute.cpp

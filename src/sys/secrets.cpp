@@ -1,6 +1,7 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -16,6 +17,12 @@ std::string random_hex(std::size_t bytes) {
     throw Error(ErrorCode::INTERNAL_ERROR, "RAND_bytes failed");
   }
   return hex_of(buffer.data(), buffer.size());
+}
+
+std::string credential_file(std::string_view name) {
+  const char* directory = std::getenv("CREDENTIALS_DIRECTORY");
+  return std::string(directory != nullptr ? directory : "/run/credentials") + "/" +
+         std::string(name);
 }
 
 std::string read_secret_file(const std::filesystem::path& path, std::size_t min_length,

@@ -3,6 +3,7 @@
 target_sources(aios_core PRIVATE
   git/worktree.cpp
   worker/agent_runtime.cpp
+  worker/command_line.cpp
   worker/deterministic.cpp
   worker/engineering.cpp
   worker/engineering_checks.cpp
@@ -12,3 +13,5 @@ target_sources(aios_core PRIVATE
   worker/source_capture.cpp
   worker/worker.cpp
 )
+# The command lines are declared where their configuration is assembled (CLI11 is header-only).
+target_link_libraries(aios_core PRIVATE CLI11::CLI11)

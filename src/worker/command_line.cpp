@@ -1,0 +1,173 @@
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <sstream>
+
+#include "aios/worker.hpp"
+
+namespace aios {
+namespace {
+
+// "a, b,,c" -> {a, b, c}: the comma-separated lists the environment carries.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+  }
+  return items;
+}
+
+}  // namespace
+
+struct WorkerCommandLine::Values {
+  WorkerConfig config;
+  std::string token_file = credential_file("agent_token");
+  std::string key_file = credential_file("exchange_result_key");
+  const CLI::Option* key_option = nullptr;
+  std::string capabilities;
+  std::string adapters = "deterministic,source_capture,compact_interface_map,codex";
+  std::string state_root = config.state_root.string();
+  std::string checkpoint_db;
+  std::string workspace_root;
+  std::string authority = config.authority_git_dir.string();
+  std::string executor_root = config.executor_root.string();
+  int executor_timeout = static_cast<int>(config.executor_timeout.count());
+  std::string broker_root = config.broker_root.string();
+  int broker_timeout = static_cast<int>(config.broker_timeout.count());
+  int heartbeat_ms = static_cast<int>(config.heartbeat_interval.count());
+  int http_timeout_ms = static_cast<int>(config.http_timeout.count());
+  std::string verification_socket;
+  bool once = false;
+  bool serve_verification = false;
+};
+
+WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<Values>()) {
+  auto& v = *values_;
+  auto& config = v.config;
+  app.add_option("--api-url", config.task_api_url, "Task API base URL")
+      ->envname("AIOS_AGENT_TASK_API_URL")
+      ->capture_default_str();
+  app.add_option("--bridge-url", config.bridge_url, "Governed Bridge base URL")
+      ->envname("AIOS_GOVERNED_WRITE_API_URL")
+      ->capture_default_str();
+  app.add_option("--agent-token-file", v.token_file,
+                 "Agent token file (default $CREDENTIALS_DIRECTORY/agent_token)")
+      ->envname("AIOS_AGENT_TOKEN_FILE");
+  v.key_option =
+      app.add_option("--exchange-key-file", v.key_file,
+                     "The exchange key the executor and broker seal their answers with\n"
+                     "(default $CREDENTIALS_DIRECTORY/exchange_result_key); required when\n"
+                     "given, else read when present. Without it, tasks that go through\n"
+                     "an exchange fail with EXTERNAL_AGENT_EXCHANGE_KEY_INVALID")
+          ->envname("AIOS_EXCHANGE_KEY_FILE");
+  app.add_option("--agent-id", config.agent_id, "Agent id; also the worker id")
+      ->envname("AIOS_AGENT_ID")
+      ->capture_default_str();
+  app.add_option("--agent-type", config.agent_type, "Agent type (a worker label)")
+      ->envname("AIOS_AGENT_TYPE")
+      ->capture_default_str();
+  app.add_option("--agent-version", config.agent_version, "Agent version (a worker label)")
+      ->envname("AIOS_AGENT_VERSION")
+      ->capture_default_str();
+  app.add_option("--capabilities", v.capabilities, "Comma-separated worker capabilities")
+      ->envname("AIOS_WORKER_CAPABILITIES");
+  app.add_option("--allowed-adapters", v.adapters, "Comma-separated adapters this worker runs")
+      ->envname("AIOS_WORKER_ALLOWED_ADAPTERS")
+      ->capture_default_str();
+  app.add_option("--authority-git-dir", v.authority, "Authority repository (read only)")
+      ->envname("AIOS_AUTHORITY_GIT_DIR")
+      ->capture_default_str();
+  app.add_option("--executor-root", v.executor_root, "External agent executor exchange directory")
+      ->envname("AIOS_EXTERNAL_AGENT_EXECUTOR_ROOT")
+      ->capture_default_str();
+  app.add_option("--executor-timeout-seconds", v.executor_timeout,
+                 "How long to wait for an external agent's result")
+      ->envname("AIOS_EXTERNAL_AGENT_EXECUTOR_TIMEOUT_SECONDS")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--broker-root", v.broker_root,
+                 "Engineering runtime broker exchange directory (codex and other\n"
+                 "engineering backends); the broker's --worktree-root is --workspace-root")
+      ->envname("AIOS_AGENT_RUNTIME_BROKER_ROOT")
+      ->capture_default_str();
+  app.add_option("--broker-timeout-seconds", v.broker_timeout,
+                 "How long to wait for an engineering backend's result")
+      ->envname("AIOS_AGENT_RUNTIME_BROKER_TIMEOUT_SECONDS")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--state-root", v.state_root, "Worker state directory")
+      ->envname("AIOS_WORKER_STATE_ROOT")
+      ->capture_default_str();
+  app.add_option("--checkpoint-db", v.checkpoint_db,
+                 "Checkpoint database (default <state-root>/checkpoints.sqlite3)")
+      ->envname("AIOS_WORKER_CHECKPOINT_DB");
+  app.add_option("--workspace-root", v.workspace_root,
+                 "Disposable worktrees (default <state-root>/workspaces)")
+      ->envname("AIOS_WORKER_WORKSPACE_ROOT");
+  app.add_option("--heartbeat-ms", v.heartbeat_ms, "Heartbeat interval")
+      ->envname("AIOS_WORKER_HEARTBEAT_MS")
+      ->check(CLI::Range(50, 600000))
+      ->capture_default_str();
+  app.add_option("--http-timeout-ms", v.http_timeout_ms,
+                 "How long a Task API or Bridge call may take; a task whose call fails\n"
+                 "this way is kept and retried from its checkpoint")
+      ->envname("AIOS_WORKER_HTTP_TIMEOUT_MS")
+      ->check(CLI::Range(100, 600000))
+      ->capture_default_str();
+  app.add_option("--verification-socket", v.verification_socket,
+                 "Run every verification command in the sandbox service on this Unix\n"
+                 "socket (aios-verification-sandbox.socket) instead of building the\n"
+                 "sandbox here; default: build it here")
+      ->envname("AIOS_VERIFICATION_SOCKET");
+  app.add_flag("--once", v.once, "Take at most one task, then exit");
+  app.add_flag("--serve-verification", v.serve_verification,
+               "Be the sandbox service for one connection: read one sandboxed run from\n"
+               "stdin, run it, answer on stdout and exit (aios-verification-sandbox@.service,\n"
+               "socket-activated); nothing else is read or started");
+}
+
+WorkerCommandLine::~WorkerCommandLine() = default;
+
+bool WorkerCommandLine::once() const {
+  return values_->once;
+}
+bool WorkerCommandLine::serve_verification() const {
+  return values_->serve_verification;
+}
+
+WorkerConfig WorkerCommandLine::config() const {
+  const auto& v = *values_;
+  WorkerConfig config = v.config;
+  // Crash tests only; deliberately without a flag so it cannot sit in a unit's ExecStart.
+  if (const char* phase = std::getenv("AIOS_WORKER_FAULT_KILL_AFTER_PHASE")) {
+    config.kill_after_phase = phase;
+  }
+  config.agent_token_file = v.token_file;
+  config.agent_token = read_secret_file(v.token_file, 32, ErrorCode::WORKER_AGENT_TOKEN_UNAVAILABLE,
+                                        ErrorCode::WORKER_AGENT_TOKEN_INVALID);
+  if (v.key_option->count() > 0 || std::filesystem::exists(v.key_file)) {
+    config.exchange_key = executor::ExchangeKey::from_file(v.key_file);
+  }
+  config.capabilities = split_list(v.capabilities);
+  const auto adapter_list = split_list(v.adapters);
+  config.allowed_adapters = {adapter_list.begin(), adapter_list.end()};
+  config.state_root = v.state_root;
+  config.checkpoint_db = v.checkpoint_db.empty() ? config.state_root / "checkpoints.sqlite3"
+                                                 : std::filesystem::path(v.checkpoint_db);
+  config.workspace_root = v.workspace_root.empty() ? config.state_root / "workspaces"
+                                                   : std::filesystem::path(v.workspace_root);
+  config.authority_git_dir = v.authority;
+  config.executor_root = v.executor_root;
+  config.executor_timeout = std::chrono::seconds(v.executor_timeout);
+  config.broker_root = v.broker_root;
+  config.broker_timeout = std::chrono::seconds(v.broker_timeout);
+  config.heartbeat_interval = std::chrono::milliseconds(v.heartbeat_ms);
+  config.http_timeout = std::chrono::milliseconds(v.http_timeout_ms);
+  config.verification_socket = v.verification_socket;
+  return config;
+}
+
+}  // namespace aios
