@@ -170,7 +170,7 @@ def main():
         "The goal (claim cost within 1.5x) is read on the median and p90, the cost of a claim; the "
         "p99 is the disk's tail (WAL checkpoints of a larger file land in some commits) and is "
         "shown, not judged. A claim reads its task by key and the worker's slots through indexes; "
-        "it never scans the queue (tests/fleet/query_plan_test.cpp checks the query plans of the "
+        "it never scans the queue (tests/store/query_plan_test.cpp checks the query plans of the "
         "poll and of every transition).",
         "",
         "## External agent executor",
@@ -294,7 +294,7 @@ def main():
             f"goal the server would answer a poll every {2e6 / poll['health_floor_per_second']:.0f} "
             f"µs, twice a `/health` answer; it answers one every "
             f"{1e6 / poll['poll_per_second']:.0f} µs now. The queue is not the cost: the poll "
-            "reads about twice `limit` rows through an index (tests/fleet/query_plan_test.cpp "
+            "reads about twice `limit` rows through an index (tests/store/query_plan_test.cpp "
             "proves it never scans tasks), and 4 clients get about the same rate with 100 or "
             "10,000 queued tasks. Statement preparation, the re-parsing of stored JSON and the "
             "serialisation of views are gone (above). In a call-graph profile of the scheduler "

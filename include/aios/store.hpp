@@ -323,12 +323,13 @@ class Transaction {
 
   // --- claims, dispatches, quarantines, results
   // The claims row, the dispatch, the scope's count, and one of the worker's `max_slots` slots:
-  // a slot is taken only while free or held by a lease that has expired, so two claims can
-  // never share one. FLEET_WORKER_CAPACITY_EXHAUSTED when every slot is held.
+  // a slot is taken only while free or held by a claim that has ended or whose lease has run
+  // out, so two live claims never share one. FLEET_WORKER_CAPACITY_EXHAUSTED when every slot
+  // is held.
   virtual void insert_claim(const ClaimRecord& claim) = 0;
-  // The claim's lease, its slot and its dispatch's reservation run until `expires_at`.
+  // The claim's lease (and so its slot) and its dispatch's reservation run until `expires_at`.
   virtual void extend_claim(const std::string& claim_id, double expires_at) = 0;
-  // The ACTIVE claim ends with `status` and frees its slot.
+  // The ACTIVE claim ends with `status`, which frees its slot.
   virtual void end_claim(const std::string& claim_id, const std::string& status,
                          const std::string& now) = 0;
   // The task's open (RESERVED or CLAIMED) dispatch ends in `state` (end_claim frees the slot).

@@ -4,15 +4,11 @@
 # executor_realcli_tests: the real OpenClaw CLI behind it against a fake OpenAI-compatible server
 # (installed by scripts/install-realcli, cached between runs).
 aios_test(executor_tests
-  executor/process_test.cpp
-  executor/sandbox_test.cpp
-  executor/sandbox_service_test.cpp
   executor/profile_test.cpp
   executor/request_test.cpp
   executor/credentials_test.cpp
   executor/execute_test.cpp
   executor/exchange_test.cpp
-  executor/files_test.cpp
   executor/command_line_test.cpp)
 target_link_libraries(executor_tests PRIVATE CLI11::CLI11)
 aios_integration_test(executor_integration_tests executor/serve_test.cpp)

@@ -1,2 +1,10 @@
-# The store conformance suite, run against every backend (tests/store/conformance_test.cpp).
-aios_test(store_tests store/conformance_test.cpp)
+# The store conformance suite, run against every backend (store/conformance_test.cpp), and the
+# SQLite backend's own tests: its connection, prepared statements, group commit and query plans
+# (real SQLite in a temporary directory and a ManualClock; they read tables directly).
+aios_test(store_tests
+  store/conformance_test.cpp
+  store/store_test.cpp
+  store/prepared_test.cpp
+  store/group_commit_test.cpp
+  store/query_plan_test.cpp)
+target_link_libraries(store_tests PRIVATE SQLite::SQLite3)

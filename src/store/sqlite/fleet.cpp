@@ -207,19 +207,19 @@ void SqliteTransaction::note_worker_success(const std::string& worker_id, double
 
 void SqliteTransaction::insert_claim(const ClaimRecord& claim) {
   // The slot first: the primary key (worker, slot) is the constraint, and the upsert takes a
-  // taken slot over only from a lease that has run out.
+  // slot over only when its claim is no longer an active lease that runs past now.
   Prepared slot(db_,
-                "INSERT INTO fleet_worker_slots(worker_id,slot,claim_id,expires_at) "
-                "VALUES (?1,?2,?3,?4) ON CONFLICT(worker_id,slot) DO UPDATE SET "
-                "claim_id=excluded.claim_id, expires_at=excluded.expires_at "
-                "WHERE fleet_worker_slots.expires_at<=?5");
+                "INSERT INTO fleet_worker_slots(worker_id,slot,claim_id) VALUES (?1,?2,?3) "
+                "ON CONFLICT(worker_id,slot) DO UPDATE SET claim_id=excluded.claim_id "
+                "WHERE NOT EXISTS (SELECT 1 FROM claims k WHERE "
+                "k.claim_id=fleet_worker_slots.claim_id AND k.status='ACTIVE' "
+                "AND k.lease_expires_at>?4)");
   bool taken = false;
   for (std::int64_t number = 0; number < claim.max_slots && !taken; ++number) {
     slot->bind(1, claim.worker_id);
     slot->bind(2, number);
     slot->bind(3, claim.claim_id);
-    slot->bind(4, claim.lease_expires_at);
-    slot->bind(5, claim.now);
+    slot->bind(4, claim.now);
     taken = slot->exec() == 1;
     slot->reset();
   }
@@ -272,10 +272,6 @@ void SqliteTransaction::extend_claim(const std::string& claim_id, double expires
   dispatch->bind(1, expires_at);
   dispatch->bind(2, claim_id);
   dispatch->exec();
-  Prepared slot(db_, "UPDATE fleet_worker_slots SET expires_at=? WHERE claim_id=?");
-  slot->bind(1, expires_at);
-  slot->bind(2, claim_id);
-  slot->exec();
 }
 
 void SqliteTransaction::end_claim(const std::string& claim_id, const std::string& status,
@@ -286,9 +282,6 @@ void SqliteTransaction::end_claim(const std::string& claim_id, const std::string
   update->bind(2, now);
   update->bind(3, claim_id);
   update->exec();
-  Prepared slot(db_, "DELETE FROM fleet_worker_slots WHERE claim_id=?");
-  slot->bind(1, claim_id);
-  slot->exec();
 }
 
 void SqliteTransaction::end_dispatch(const std::string& task_id, const std::string& state,

@@ -226,21 +226,19 @@ ALTER TABLE agents ADD COLUMN revoked_at TEXT;
     // What a single writer used to guarantee, held by the schema so a backend with concurrent
     // writers keeps it: a heartbeat advances the task's lease generation, which the sweeper's
     // CAS checks (a heartbeat makes no new revision); a worker's slots are rows keyed by
-    // (worker, slot number), taken only when free or expired; a branch has at most one open
-    // writer lease; the queue sequence is a counter, not MAX(seq)+1.
+    // (worker, slot number), taken over only from a claim that is no longer an active,
+    // unexpired lease (so a heartbeat or the end of a claim writes no slot); a branch has at
+    // most one open writer lease; the queue sequence is a counter, not MAX(seq)+1.
     {5, R"sql(
 ALTER TABLE tasks ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE fleet_worker_slots(
   worker_id TEXT NOT NULL,
   slot INTEGER NOT NULL,
   claim_id TEXT NOT NULL,
-  expires_at REAL NOT NULL,
   PRIMARY KEY(worker_id, slot)
 );
-CREATE INDEX fleet_worker_slots_by_claim ON fleet_worker_slots(claim_id);
-INSERT INTO fleet_worker_slots(worker_id, slot, claim_id, expires_at)
-  SELECT worker_id, ROW_NUMBER() OVER (PARTITION BY worker_id ORDER BY claim_id) - 1, claim_id,
-         lease_expires_at
+INSERT INTO fleet_worker_slots(worker_id, slot, claim_id)
+  SELECT worker_id, ROW_NUMBER() OVER (PARTITION BY worker_id ORDER BY claim_id) - 1, claim_id
   FROM claims WHERE status='ACTIVE';
 DROP INDEX bridge_writer_leases_open;
 CREATE UNIQUE INDEX bridge_writer_leases_open ON bridge_writer_leases(target_branch)
