@@ -386,9 +386,12 @@ std::size_t TaskPlane::sweep_expired_leases() {
   for (const auto& task_id : candidates) {
     // One transaction per task: re-read, since a heartbeat or result may have won meanwhile.
     // A heartbeat bumps lease_generation, so on a backend without a single writer the
-    // compare-and-swap refuses a stale sweep; that task simply is not swept this round.
+    // compare-and-swap refuses a stale sweep; that task simply is not swept this round. The
+    // body may be re-run, so it only says whether it swept; the count is taken once durable.
     try {
+      bool expired = false;
       store_.write([&](store::Transaction& tx) {
+        expired = false;
         auto row = tx.load_task(task_id);
         if (!row || row->status != "CLAIMED") return;
         const auto expires = parse_iso8601(row->lease_expires_at);
@@ -400,8 +403,9 @@ std::size_t TaskPlane::sweep_expired_leases() {
             task_id, "TASK_LEASE_EXPIRED", "lease-sweeper",
             {{"worker_id", worker_id}, {"attempt", row->attempt}, {"status", row->status}},
             now_iso);
-        ++swept;
+        expired = true;
       });
+      if (expired) ++swept;
     } catch (const Error& error) {
       if (!error.is(ErrorCode::TASK_REVISION_CONFLICT)) throw;
     }
