@@ -126,7 +126,7 @@ struct Fixture {
   aios::SystemClock clock;
   aios::Database db{{.path = dir / "state.sqlite3", .connections = 10}};
   aios::store::SqliteStore store{db, clock};
-  aios::TaskPlane plane{store, {}};
+  aios::TaskPlane plane{store, aios::system_environment(), {}};
   json agent_token;
   aios::Agent agent;
 

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     const std::string token = aios::read_secret_file(
         token_file, 32, aios::ErrorCode::TASK_EXECUTION_REBIND_CONTROL_CREDENTIAL_UNAVAILABLE,
         aios::ErrorCode::TASK_EXECUTION_REBIND_CONTROL_CREDENTIAL_INVALID);
-    auto resolver = aios::make_bridge_execution_resolver(bridge_url, token);
+    const auto& environment = aios::system_environment();
+    auto resolver = aios::make_bridge_execution_resolver(bridge_url, token, environment.http);
     aios::http::ServerOptions options;
     options.host = host;
     options.port = port;
@@ -57,10 +58,10 @@ int main(int argc, char** argv) {
       aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
     };
     // The scheduler owns the schema: this process never migrates it.
-    const aios::SystemClock clock;
     const auto task_store = aios::store::open_sqlite_store(
-        {.path = db_path, .connections = options.threads + 1, .migrate = false}, clock);
-    aios::ExecutionRebindStore store(*task_store, std::move(resolver), authorization);
+        {.path = db_path, .connections = options.threads + 1, .migrate = false}, environment.clock);
+    aios::ExecutionRebindStore store(*task_store, std::move(resolver), authorization,
+                                     environment.faults);
     aios::ExecutionRebindApi api(store, token);
     options.admits = [&api](const aios::http::Request& request) { return api.admits(request); };
     aios::http::Server server(

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
       "aios-external-agent-executor"};
   aios::daemon::add_version_flag(app);
   namespace executor = aios::executor;
-  const executor::CommandLine command_line(app);
+  const executor::CommandLine command_line(app, aios::system_environment());
   CLI11_PARSE(app, argc, argv);
 
   using Mode = executor::CommandLine::Mode;
@@ -54,12 +54,14 @@ int main(int argc, char** argv) {
     try {
       executor::assert_no_secret_environment(own_environment());
       if (command_line.mode() == Mode::self_test) {
-        const auto report = aios::broker::self_test(command_line.self_test_backend(),
-                                                    command_line.broker_options());
+        const auto report =
+            aios::broker::self_test(command_line.self_test_backend(), command_line.broker_options(),
+                                    command_line.execute_options());
         std::printf("%s\n", aios::canonical_json(report).c_str());
       } else if (command_line.broker()) {
         aios::broker::execute_request(command_line.request(), command_line.result(),
-                                      command_line.broker_options());
+                                      command_line.broker_options(),
+                                      command_line.execute_options());
       } else {
         executor::execute_request(command_line.request(), command_line.result(),
                                   command_line.execute_options());

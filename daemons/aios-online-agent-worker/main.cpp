@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   try {
     const aios::WorkerConfig config = command_line.config();
     std::filesystem::create_directories(config.workspace_root);
-    aios::Worker worker(config);
+    aios::Worker worker(config, aios::system_environment());
     worker.start();
     aios::log::info("WORKER_READY",
                     {{"worker_id", config.agent_id}, {"once", command_line.once()}});

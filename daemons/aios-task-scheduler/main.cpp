@@ -67,12 +67,11 @@ int main(int argc, char** argv) {
 
   const aios::daemon::TerminationSignals signals;
   try {
-    const aios::SystemClock clock;
     aios::Scheduler scheduler(
         options,
         aios::read_secret_file(token_file, 32, aios::ErrorCode::CONTROL_CREDENTIAL_UNAVAILABLE,
                                aios::ErrorCode::CONTROL_CREDENTIAL_INVALID),
-        clock);
+        aios::system_environment());
     scheduler.start();
     const auto api_port = scheduler.api_port();
     const auto bridge_port = scheduler.bridge_port();

@@ -2,6 +2,7 @@
 // agent's output, the credential file (dotenv and raw), and the worker's checkpoint rows.
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "aios/environment.hpp"
 #include "aios/executor.hpp"
 #include "aios/store.hpp"
 #include "executor/output.hpp"
@@ -101,7 +102,7 @@ int credentials_dotenv(const std::uint8_t* data, std::size_t size) {
 
 int checkpoint_record(const std::uint8_t* data, std::size_t size) {
   static const auto path = scratch_dir() / "checkpoints.sqlite3";
-  static worker::CheckpointStore store(path);
+  static worker::CheckpointStore store(path, system_environment().clock);
   static SQLite::Database raw(path.string(), SQLite::OPEN_READWRITE);
   // The input split at its first two NUL-free newlines: phase, lease token, state text.
   const auto text = text_of(data, size);

@@ -35,16 +35,16 @@ struct Endpoints {
   Endpoints()
       : db({.path = scratch_dir() / "endpoints.sqlite3", .connections = 2}),
         task_store(db, clock),
-        plane(task_store),
+        plane(task_store, system_environment()),
         api(plane, kControlToken, metrics),
-        bridge(task_store, plane, kControlToken,
+        bridge(task_store, plane, system_environment(), kControlToken,
                BridgeOptions{.authority_git_dir = scratch_dir() / "authority.git"}),
         rebind_store(
             task_store,
             [](const std::string&, const nlohmann::json&) -> nlohmann::json {
               throw Error(ErrorCode::CANONICAL_EXECUTION_RESOLUTION_FAILED);
             },
-            "owner-execution-rebind-fuzz"),
+            "owner-execution-rebind-fuzz", system_environment().faults),
         rebind_api(rebind_store, kControlToken) {
     const nlohmann::json scope = {"git.read", "git.test", "governed.write.branch",
                                   "governed.write.file"};

@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "aios/environment.hpp"
 #include "aios/fleet.hpp"
 #include "aios/http.hpp"
 #include "aios/store.hpp"
@@ -35,8 +36,10 @@ struct BridgeOptions {
 class Bridge {
  public:
   // `control_token` is the owner's bearer token; agents authenticate through `plane`.
-  // Times (commit dates, leases) come from the store's clock.
-  Bridge(store::Store& store, TaskPlane& plane, std::string control_token, BridgeOptions options);
+  // Times (commit dates, leases) come from the store's clock; writer lease ids from the
+  // environment's randomness, fault points from its plan.
+  Bridge(store::Store& store, TaskPlane& plane, const Environment& environment,
+         std::string control_token, BridgeOptions options);
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
@@ -71,6 +74,7 @@ class Bridge {
 
   store::Store& store_;
   TaskPlane& plane_;
+  Environment environment_;
   std::string control_token_;
   BridgeOptions options_;
   std::mutex commit_mutex_;  // one writer of the authority repository at a time

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "aios/environment.hpp"
 #include "aios/error.hpp"
 #include "aios/process.hpp"
 #include "aios/sys.hpp"
@@ -145,7 +146,13 @@ struct ExecuteOptions {
   // Never visible inside a child's sandbox, wherever a visible path contains them (the
   // exchange root; serve mode adds it). The credential directory and temporary_root always are.
   std::vector<std::filesystem::path> hidden;
+  // Required: what the run acts through (the spawner, the clock of start markers, randomness,
+  // the fault plan); it must outlive every run. A main passes system_environment().
+  const Environment* environment = nullptr;
 };
+
+// *options.environment; INTERNAL_ERROR when the caller gave none.
+const Environment& environment_of(const ExecuteOptions& options);
 
 // The sandbox of one child of `profile`: the system, the executable roots, the profile's
 // read_only_paths and every existing absolute path its argv or environment names as written
@@ -377,7 +384,7 @@ struct BrokerOptions {
 nlohmann::json execute_request(const std::filesystem::path& request_path,
                                const std::filesystem::path& result_path,
                                const BrokerOptions& options,
-                               const executor::ExecuteOptions& execute = {});
+                               const executor::ExecuteOptions& execute);
 
 // The same without writing the result (serve mode seals and writes it).
 nlohmann::json run_request(const std::filesystem::path& request_path, const BrokerOptions& options,
@@ -385,9 +392,11 @@ nlohmann::json run_request(const std::filesystem::path& request_path, const Brok
 
 // Serve mode: the executor's Server (inotify, bounded concurrency, start markers, drain) with
 // the broker's handler, every answer sealed under `key`.
+// `execute` carries the environment.
 executor::ServeOptions serve_options(const std::filesystem::path& root,
                                      const BrokerOptions& options, unsigned concurrency,
-                                     executor::ExchangeKey key);
+                                     executor::ExchangeKey key,
+                                     const executor::ExecuteOptions& execute);
 
 // The worker's side: writes the request into the broker's exchange and waits for the result,
 // checking the executor's seal (EXTERNAL_AGENT_RESULT_MAC_INVALID), that it is bound to the
@@ -400,8 +409,10 @@ nlohmann::json exchange(const std::filesystem::path& root, const nlohmann::json&
 // temporary worktree root, one request to `backend` asking it to change the file the fake
 // model edits, and the checks that a file changed while HEAD and every ref stayed at the base.
 // Returns {backend, base_oid, head_oid, changed_files, runtime_result}; throws
-// RUNTIME_BROKER_SELF_TEST_FAILED (or the request's failure code).
-nlohmann::json self_test(std::string_view backend, const BrokerOptions& options);
+// RUNTIME_BROKER_SELF_TEST_FAILED (or the request's failure code). `execute` carries the
+// environment.
+nlohmann::json self_test(std::string_view backend, const BrokerOptions& options,
+                         const executor::ExecuteOptions& execute);
 
 }  // namespace aios::broker
 
@@ -414,7 +425,8 @@ class CommandLine {
  public:
   enum class Mode { serve, one_request, self_test };
 
-  explicit CommandLine(CLI::App& app);
+  // The options it builds act through `environment`, which must outlive them.
+  CommandLine(CLI::App& app, const Environment& environment);
   ~CommandLine();
   CommandLine(const CommandLine&) = delete;
   CommandLine& operator=(const CommandLine&) = delete;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "aios/environment.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
 
@@ -87,8 +88,9 @@ FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id, con
 
 class TaskPlane {
  public:
-  // Lease time and every recorded time come from the store's clock.
-  explicit TaskPlane(store::Store& store, TaskPlaneOptions options = {});
+  // Lease time and every recorded time come from the store's clock; tokens, lease tokens and
+  // claim ids from the environment's randomness, fault points from its plan.
+  TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options = {});
   ~TaskPlane();
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
@@ -170,6 +172,7 @@ class TaskPlane {
 
  private:
   store::Store& store_;
+  Environment environment_;
   TaskPlaneOptions options_;
   std::unique_ptr<fleet::TaskFactsCache> facts_;
   std::unique_ptr<fleet::TaskViewCache> views_;

@@ -185,19 +185,6 @@ struct Endpoint {
 // an empty or out-of-range port, or characters outside visible ASCII.
 Endpoint parse_http_url(std::string_view url);
 
-// The seam for code that calls another service: workers and handlers take a Client, tests
-// give them a recording fake.
-class Client {
- public:
-  virtual ~Client() = default;
-
-  // Sends one request; `target` is origin-form ("/v1/tasks/x/claim"). An empty bearer token
-  // sends no Authorization header; a non-empty body is sent as application/json. Returns any
-  // HTTP status the peer answers with; throws aios::Error as Connection::request documents.
-  virtual ClientResponse request(std::string_view method, std::string_view target,
-                                 std::string_view bearer_token, std::string_view body) = 0;
-};
-
 // A keep-alive HTTP/1.1 connection to one host:port, opened on first use.
 //
 // Every request() is bounded by `timeout` as a whole (connect, write, read); resolving a host
@@ -217,15 +204,18 @@ class Client {
 //
 // Thread-safety: not thread-safe; use one Connection per thread. A moved-from Connection may
 // only be assigned to or destroyed.
-class Connection final : public Client {
+class Connection final {
  public:
   Connection(std::string host, std::uint16_t port, std::chrono::milliseconds timeout);
-  ~Connection() override;
+  ~Connection();
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;
 
+  // Sends one request; `target` is origin-form ("/v1/tasks/x/claim"). An empty bearer token
+  // sends no Authorization header; a non-empty body is sent as application/json. Returns any
+  // HTTP status the peer answers with; throws aios::Error as documented above.
   ClientResponse request(std::string_view method, std::string_view target,
-                         std::string_view bearer_token, std::string_view body) override;
+                         std::string_view bearer_token, std::string_view body);
 
  private:
   struct Impl;
@@ -236,5 +226,27 @@ class Connection final : public Client {
 // target is sent. Throws as parse_http_url and Connection::request.
 ClientResponse request(std::string_view method, std::string_view url, std::string_view bearer_token,
                        std::string_view body, std::chrono::milliseconds timeout);
+
+// The seam for code that calls another service by URL (the worker's Task API and Bridge
+// clients, the rebind service's Bridge resolver): part of the environment bundle
+// (environment.hpp), so tests give a recording fake. Any thread may call.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // As request() above.
+  virtual ClientResponse request(std::string_view method, std::string_view url,
+                                 std::string_view bearer_token, std::string_view body,
+                                 std::chrono::milliseconds timeout) = 0;
+};
+
+// One new connection per request (request() above).
+class SystemTransport final : public Transport {
+ public:
+  ClientResponse request(std::string_view method, std::string_view url,
+                         std::string_view bearer_token, std::string_view body,
+                         std::chrono::milliseconds timeout) override {
+    return http::request(method, url, bearer_token, body, timeout);
+  }
+};
 
 }  // namespace aios::http

@@ -146,6 +146,25 @@ Outcome run(const Spec& spec);
 inline constexpr std::size_t kRemoteOutputBytes = 64 * 1024;
 Outcome run_through(const std::filesystem::path& socket, const Spec& spec);
 
+// The seam through which the library starts children (the executor's agents, the broker's
+// backends, the worker's verification commands): part of the environment bundle
+// (environment.hpp), so tests give a recording fake. Any thread may call.
+class Spawner {
+ public:
+  virtual ~Spawner() = default;
+  virtual Outcome run(const Spec& spec) = 0;  // as process::run
+  virtual Outcome run_through(const std::filesystem::path& socket,
+                              const Spec& spec) = 0;  // as process::run_through
+};
+
+class SystemSpawner final : public Spawner {
+ public:
+  Outcome run(const Spec& spec) override { return process::run(spec); }
+  Outcome run_through(const std::filesystem::path& socket, const Spec& spec) override {
+    return process::run_through(socket, spec);
+  }
+};
+
 // The service's side of one connection (a socket-activated instance: `in` and `out` are its
 // socket): reads one spec (at most 1 MiB, within 30 s, exactly the fields run_through sends,
 // always with a sandbox), runs it with run() and writes the answer.

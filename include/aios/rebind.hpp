@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "aios/environment.hpp"
 #include "aios/http.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
@@ -76,9 +77,10 @@ using ExecutionResolver =
 // or not a code-shaped one) with 502 for a 5xx answer and 409 otherwise. An answer that is not a
 // JSON object: CANONICAL_EXECUTION_RESPONSE_INVALID. Transport failures keep the http client's
 // codes (HTTP_UPSTREAM_UNAVAILABLE, HTTP_UPSTREAM_TIMEOUT, ...). Throws HTTP_URL_INVALID now
-// for a base URL that is not http://host[:port][/path].
+// for a base URL that is not http://host[:port][/path]. Requests go through `transport`, which
+// must outlive the resolver.
 ExecutionResolver make_bridge_execution_resolver(
-    std::string_view base_url, std::string control_token,
+    std::string_view base_url, std::string control_token, http::Transport& transport,
     std::chrono::milliseconds timeout = kBridgeResolveTimeout);
 
 // The rebind itself, over the task database it shares with the scheduler. Works on the task
@@ -88,9 +90,10 @@ class ExecutionRebindStore {
  public:
   // `store` must outlive this (for SQLite, opened with migrate=false); its clock
   // dates events and receipts. Throws as Store::write when the store cannot be prepared to keep
-  // receipts.
+  // receipts. `faults` (which must outlive this) holds the crash tests' rebind_resolved and
+  // rebind_committed points.
   ExecutionRebindStore(store::Store& store, ExecutionResolver resolver,
-                       std::string authorization_id);
+                       std::string authorization_id, const FaultPlan& faults);
 
   // Applies (or replays) one rebind of `task_id` and returns
   // {task_id, status, attempt, revision, old_execution_digest, new_execution_digest,
@@ -114,6 +117,7 @@ class ExecutionRebindStore {
   store::Store& store_;
   ExecutionResolver resolver_;
   std::string authorization_id_;
+  const FaultPlan& faults_;
 };
 
 // The HTTP routes: GET /health, POST /v1/tasks/{task_id}/execution-rebind (201 applied, 200

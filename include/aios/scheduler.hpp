@@ -12,7 +12,7 @@
 #include <string>
 
 #include "aios/bridge.hpp"
-#include "aios/sys.hpp"
+#include "aios/environment.hpp"
 
 namespace aios {
 
@@ -32,7 +32,9 @@ class Scheduler {
  public:
   // Opens (and migrates) the store and builds both services; `control_token` is the owner's.
   // Throws aios::Error: STORE_UNAVAILABLE, STORE_DURABILITY_UNAVAILABLE, ...
-  Scheduler(const SchedulerOptions& options, std::string control_token, const Clock& clock);
+  // Lease time comes from the environment's clock (the store's one clock).
+  Scheduler(const SchedulerOptions& options, std::string control_token,
+            const Environment& environment);
   ~Scheduler();  // stop()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

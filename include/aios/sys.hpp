@@ -60,6 +60,19 @@ double to_epoch_seconds(TimePoint t);
 // `bytes` random bytes from OpenSSL's CSPRNG as lower-case hex; INTERNAL_ERROR if it fails.
 std::string random_hex(std::size_t bytes);
 
+// Where tokens, lease tokens and ids come from (environment.hpp); thread-safe.
+class Random {
+ public:
+  virtual ~Random() = default;
+  // `bytes` random bytes as lower-case hex.
+  virtual std::string hex(std::size_t bytes) = 0;
+};
+
+class SystemRandom final : public Random {
+ public:
+  std::string hex(std::size_t bytes) override { return random_hex(bytes); }
+};
+
 // Reads a credential file the way the seed's load_control_token does: a symlink or anything
 // but a regular file is `unavailable`; content (trimmed) shorter than `min_length` is `invalid`.
 // The error never carries the content.

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "aios/environment.hpp"
 #include "aios/executor.hpp"
 #include "aios/sys.hpp"
 
@@ -109,7 +110,9 @@ std::string external_request_id(const nlohmann::json& envelope);
 
 class Worker {
  public:
-  explicit Worker(WorkerConfig config);
+  // Calls the Task API and the Bridge through the environment's transport, runs verification
+  // through its spawner and dates checkpoints by its clock; `environment` must outlive it.
+  Worker(WorkerConfig config, const Environment& environment);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -11,7 +11,6 @@
 
 #include "aios/bridge.hpp"
 #include "aios/envelope.hpp"
-#include "aios/fault.hpp"
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "bridge/internal.hpp"
@@ -165,7 +164,7 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
       fail(ErrorCode::GOVERNED_COMMIT_CAS_MISMATCH);
     }
   }
-  fault_point("bridge_ref_moved");
+  environment_.faults.point("bridge_ref_moved");
   store_.write([&](store::Transaction& tx) {
     // A lease lost while the ref moved leaves the receipt PENDING: this attempt is stale and
     // cannot record the commit; the attempt that holds the task next recovers it.

@@ -15,10 +15,11 @@ http::Response reply(const std::pair<int, nlohmann::json>& result) {
 
 }  // namespace
 
-Bridge::Bridge(store::Store& store, TaskPlane& plane, std::string control_token,
-               BridgeOptions options)
+Bridge::Bridge(store::Store& store, TaskPlane& plane, const Environment& environment,
+               std::string control_token, BridgeOptions options)
     : store_(store),
       plane_(plane),
+      environment_(environment),
       control_token_(std::move(control_token)),
       options_(std::move(options)) {}
 

@@ -70,7 +70,7 @@ std::pair<int, nlohmann::json> Bridge::acquire_writer_lease(const Agent& agent,
                        {"reason", "task_lease_ended"}},
                       now_iso);
     }
-    const std::string lease_id = "wl-" + random_hex(16);
+    const std::string lease_id = "wl-" + environment_.random.hex(16);
     tx.insert_writer_lease({lease_id, branch, task_id, row.claim_id, row.attempt,
                             proof.execution_digest, agent.agent_id, now_iso});
     tx.append_event(task_id, "BRIDGE_WRITER_LEASE_GRANTED", agent.agent_id,

@@ -27,10 +27,13 @@ struct CommandLine::Values {
   std::string config_root = broker::kDefaultConfigRoot.string();
   std::string worktree_root = broker::kDefaultWorktreeRoot.string();
   std::string self_test;
+  const Environment* environment = nullptr;
 };
 
-CommandLine::CommandLine(CLI::App& app) : values_(std::make_unique<Values>()) {
+CommandLine::CommandLine(CLI::App& app, const Environment& environment)
+    : values_(std::make_unique<Values>()) {
   auto& v = *values_;
+  v.environment = &environment;
   v.root_option = app.add_option("--root", v.root,
                                  "Exchange directory (requests/, results/, failed/, started/)")
                       ->capture_default_str();
@@ -103,6 +106,7 @@ ExecuteOptions CommandLine::execute_options() const {
   }
   execute.credentials_directory = env_path("CREDENTIALS_DIRECTORY");
   execute.temporary_root = env_path("TMPDIR").value_or("/tmp");
+  execute.environment = values_->environment;
   return execute;
 }
 
@@ -118,7 +122,8 @@ broker::BrokerOptions CommandLine::broker_options() const {
 ServeOptions CommandLine::serve_options() const {
   auto key = ExchangeKey::from_file(values_->key_file);
   if (values_->broker) {
-    return broker::serve_options(root(), broker_options(), values_->concurrency, std::move(key));
+    return broker::serve_options(root(), broker_options(), values_->concurrency, std::move(key),
+                                 execute_options());
   }
   return {.root = root(),
           .execute = execute_options(),

@@ -30,9 +30,10 @@ void write_answer(const std::filesystem::path& path, std::string_view content,
 
 // Writes `result` as canonical JSON to `result_path`: sealed under `key` in serve mode, plain when
 // `key` is null (one-request mode, whose caller reads the file itself). Throws
-// EXTERNAL_AGENT_RESULT_WRITE_FAILED; then passes the fault point executor_outcome_written.
+// EXTERNAL_AGENT_RESULT_WRITE_FAILED; then passes the fault point executor_outcome_written of
+// `faults`.
 void write_result(const std::filesystem::path& result_path, const nlohmann::json& result,
-                  const ExchangeKey* key);
+                  const ExchangeKey* key, const FaultPlan& faults);
 
 // The bytes of the answer at `path`, or nothing when there is none. Throws
 // EXTERNAL_AGENT_RESULT_MAC_INVALID when it is not the executor's: a symlink or unreadable, no

@@ -7,7 +7,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
-#include "aios/fault.hpp"
 #include "aios/files.hpp"
 #include "aios/process.hpp"
 #include "executor/exchange_core.hpp"
@@ -140,10 +139,11 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
 
   if (options.before_spawn) options.before_spawn();
-  fault_point("executor_start_marked");
+  const auto& environment = environment_of(options);
+  environment.faults.point("executor_start_marked");
   process::Outcome outcome;
   try {
-    outcome = process::run(spec);
+    outcome = environment.spawner.run(spec);
   } catch (const std::system_error& error) {
     throw Error(ErrorCode::EXTERNAL_AGENT_SPAWN_FAILED, error.what());
   }
@@ -182,7 +182,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
 
 json run_request(const fs::path& request_path, const ExecuteOptions& options) {
   const json request = read_request(request_path);
-  fault_point("executor_request_accepted");
+  environment_of(options).faults.point("executor_request_accepted");
   const RuntimeProfile profile = load_profile(request["runtime"].get<std::string>(),
                                               options.profile_root, options.executable_roots);
   // The request is never the child's to see (serve mode hides the whole exchange root besides).
@@ -196,11 +196,19 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   ExecuteOptions confined = options;
   confined.hidden.push_back(fs::absolute(result_path));
   const json result = run_request(request_path, confined);
-  write_result(result_path, result, nullptr);
+  write_result(result_path, result, nullptr, environment_of(options).faults);
   return result;
 }
 
-void write_result(const fs::path& result_path, const json& result, const ExchangeKey* key) {
+const Environment& environment_of(const ExecuteOptions& options) {
+  if (options.environment == nullptr) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "ExecuteOptions without an environment");
+  }
+  return *options.environment;
+}
+
+void write_result(const fs::path& result_path, const json& result, const ExchangeKey* key,
+                  const FaultPlan& faults) {
   try {
     const fs::path target = fs::absolute(result_path);
     fs::create_directories(target.parent_path());
@@ -213,7 +221,7 @@ void write_result(const fs::path& result_path, const json& result, const Exchang
   } catch (const std::exception& error) {
     throw Error(ErrorCode::EXTERNAL_AGENT_RESULT_WRITE_FAILED, error.what());
   }
-  fault_point("executor_outcome_written");
+  faults.point("executor_outcome_written");
 }
 
 }  // namespace aios::executor

@@ -140,12 +140,13 @@ struct Server::State {
     execute.before_spawn = [&] {
       files::write_atomic(
           started / name,
-          canonical_json({{"request", name}, {"started_at", format_iso8601(SystemClock().now())}}) +
+          canonical_json({{"request", name},
+                          {"started_at", format_iso8601(environment_of(execute).clock.now())}}) +
               "\n");
     };
     try {
       const auto result = options.handler(request, execute);
-      write_result(results / name, result, &options.key);
+      write_result(results / name, result, &options.key, environment_of(execute).faults);
       log::info("EXTERNAL_AGENT_REQUEST_SUCCEEDED",
                 {{"request", name},
                  {"runtime", result.contains("runtime") ? result["runtime"] : result["backend"]},

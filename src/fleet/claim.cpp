@@ -117,8 +117,8 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   const double now = to_epoch_seconds(now_point);
   const std::string now_iso = format_iso8601(now_point);
   const auto expires = now_point + options_.lease;
-  const std::string lease_token = random_hex(32);
-  const std::string claim_id = "claim-" + random_hex(16);
+  const std::string lease_token = environment_.random.hex(32);
+  const std::string claim_id = "claim-" + environment_.random.hex(16);
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
     const auto worker = own_worker(fleet::load_worker(tx, worker_id, now), agent);
@@ -181,6 +181,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
                 {"revision", row.revision},
                 {"execution_digest", digest_value}};
   });
+  environment_.faults.point("scheduler_claim_committed");
   return response;
 }
 

@@ -105,6 +105,6 @@ void check_attempt(store::Transaction& tx, const store::TaskRow& row, const Agen
 nlohmann::json view_of(const store::TaskRow& row);
 
 // A fresh agent token: "aios_" and 64 hex digits from the CSPRNG.
-std::string new_agent_token();
+std::string new_agent_token(Random& random);
 
 }  // namespace aios::fleet

@@ -1,6 +1,5 @@
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
-#include "aios/fault.hpp"
 #include "aios/log.hpp"
 #include "fleet/internal.hpp"
 
@@ -204,7 +203,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
     tx.insert_result({task_id, key.get<std::string>(), attempt, agent.agent_id, request_sha,
                       canonical_json(response), now_iso});
   });
-  if (status == 201) fault_point("scheduler_result_committed");
+  if (status == 201) environment_.faults.point("scheduler_result_committed");
   return {status, response};
 }
 
@@ -358,7 +357,7 @@ nlohmann::json TaskPlane::revoke_agent_token(const std::string& agent_id) {
 
 nlohmann::json TaskPlane::rotate_agent_token(const std::string& agent_id) {
   const auto now = store_.now();
-  const std::string token = fleet::new_agent_token();
+  const std::string token = fleet::new_agent_token(environment_.random);
   nlohmann::json answer;
   store_.write([&](store::Transaction& tx) {
     require_agent(tx, agent_id);

@@ -85,12 +85,13 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
 
 }  // namespace
 
-std::string fleet::new_agent_token() {
-  return "aios_" + random_hex(32);
+std::string fleet::new_agent_token(Random& random) {
+  return "aios_" + random.hex(32);
 }
 
-TaskPlane::TaskPlane(store::Store& store, TaskPlaneOptions options)
+TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options)
     : store_(store),
+      environment_(environment),
       options_(options),
       facts_(std::make_unique<fleet::TaskFactsCache>()),
       views_(std::make_unique<fleet::TaskViewCache>()) {}
@@ -106,7 +107,7 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
   const auto granted = worker_capability_list(body["granted_capabilities"]);
   const auto tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
                                  ErrorCode::AGENT_TENANTS_INVALID);
-  const std::string token = fleet::new_agent_token();
+  const std::string token = fleet::new_agent_token(environment_.random);
   const std::string now = format_iso8601(store_.now());
   store_.write([&](store::Transaction& tx) {
     if (tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);

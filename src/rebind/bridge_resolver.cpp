@@ -25,16 +25,17 @@ const ErrorInfo& kResolutionFailed = error_info(ErrorCode::CANONICAL_EXECUTION_R
 
 ExecutionResolver make_bridge_execution_resolver(std::string_view base_url,
                                                  std::string control_token,
+                                                 http::Transport& transport,
                                                  std::chrono::milliseconds timeout) {
   std::string url(base_url);
   while (!url.empty() && url.back() == '/') url.pop_back();
   url += "/v2/execution-envelope";
   http::parse_http_url(url);  // a bad URL refuses the start, not the first rebind
-  return [url = std::move(url), token = std::move(control_token), timeout](
+  return [url = std::move(url), token = std::move(control_token), &transport, timeout](
              const std::string& task_id, const nlohmann::json& capabilities) {
     const std::string body =
         canonical_json({{"task_id", task_id}, {"required_capabilities", capabilities}});
-    const auto response = http::request("POST", url, token, body, timeout);
+    const auto response = transport.request("POST", url, token, body, timeout);
     auto value = parse_json(response.body);
     if (!value.is_object()) throw Error(ErrorCode::CANONICAL_EXECUTION_RESPONSE_INVALID);
     if (response.status != 200) {

@@ -6,7 +6,6 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
-#include "aios/fault.hpp"
 #include "aios/rebind.hpp"
 #include "rebind/task_snapshot.hpp"
 
@@ -37,10 +36,11 @@ std::optional<nlohmann::json> replay(store::Transaction& transaction, const std:
 }  // namespace
 
 ExecutionRebindStore::ExecutionRebindStore(store::Store& store, ExecutionResolver resolver,
-                                           std::string authorization_id)
+                                           std::string authorization_id, const FaultPlan& faults)
     : store_(store),
       resolver_(std::move(resolver)),
-      authorization_id_(std::move(authorization_id)) {
+      authorization_id_(std::move(authorization_id)),
+      faults_(faults) {
   store_.prepare_rebinds();
 }
 
@@ -64,7 +64,7 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
 
   const auto binding = GovernedBinding::from_mapping(snapshot.old_execution);
   const auto resolved = resolver_(task_id, snapshot.required_capabilities);
-  fault_point("rebind_resolved");
+  faults_.point("rebind_resolved");
   const auto new_execution = validate_execution_envelope(resolved, {.binding = &binding});
   if (new_execution.at("action") != "deterministic") {
     fail(ErrorCode::EXECUTION_REBIND_DETERMINISTIC_PLAN_REQUIRED);
@@ -147,7 +147,7 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
               {"authorization_id", request.authorization_id},
               {"idempotent", false}};
   });
-  if (!recorded) fault_point("rebind_committed");
+  if (!recorded) faults_.point("rebind_committed");
   return recorded ? *recorded : result;
 }
 

@@ -30,13 +30,13 @@ http::ServerOptions listener(const std::string& host, std::uint16_t port, unsign
 }  // namespace
 
 struct Scheduler::Parts {
-  Parts(const SchedulerOptions& options, std::string control_token, const Clock& clock)
+  Parts(const SchedulerOptions& options, std::string control_token, const Environment& environment)
       : store(store::open_sqlite_store(
             {.path = options.db, .connections = static_cast<std::size_t>(options.threads) + 1},
-            clock)),
-        plane(*store, {.lease = options.lease}),
+            environment.clock)),
+        plane(*store, environment, {.lease = options.lease}),
         api(plane, control_token, metrics),
-        bridge(*store, plane, std::move(control_token), options.bridge),
+        bridge(*store, plane, environment, std::move(control_token), options.bridge),
         api_server(api_options(options),
                    [this](const http::Request& request) { return api.handle(request); }),
         bridge_server(bridge_options(options),
@@ -79,8 +79,9 @@ struct Scheduler::Parts {
   std::optional<PeriodicThread> sweeper;
 };
 
-Scheduler::Scheduler(const SchedulerOptions& options, std::string control_token, const Clock& clock)
-    : parts_(std::make_unique<Parts>(options, std::move(control_token), clock)) {}
+Scheduler::Scheduler(const SchedulerOptions& options, std::string control_token,
+                     const Environment& environment)
+    : parts_(std::make_unique<Parts>(options, std::move(control_token), environment)) {}
 
 Scheduler::~Scheduler() {
   stop();

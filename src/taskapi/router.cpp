@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "aios/envelope.hpp"
-#include "aios/fault.hpp"
 #include "aios/taskapi.hpp"
 
 namespace aios {
@@ -192,7 +191,6 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (action == "claim") {
     auto response = plane_.claim(*agent, task_id, http::json_object_body(request));
     metrics_.count_claim();
-    fault_point("scheduler_claim_committed");
     return ok(response);
   }
   if (action == "heartbeat")

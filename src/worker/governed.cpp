@@ -19,9 +19,9 @@ constexpr std::size_t kMaxTestOutput = 16 * 1024;
 
 }  // namespace
 
-Workspace::Workspace(const WorkerConfig& config, const nlohmann::json& envelope)
+Workspace::Workspace(const WorkerConfig& config, const nlohmann::json& envelope, Random& random)
     : root_(config.workspace_root /
-            (envelope.at("task_id").get<std::string>() + "-" + random_hex(6))) {
+            (envelope.at("task_id").get<std::string>() + "-" + random.hex(6))) {
   try {
     fs::create_directories(root_ / "home");
     fs::create_directories(root_ / "tmp");
@@ -42,8 +42,9 @@ Workspace::~Workspace() {
   fs::remove_all(root_, ignored);
 }
 
-nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_root,
-                                const fs::path& worktree, const nlohmann::json& command) {
+nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& spawner,
+                                const fs::path& run_root, const fs::path& worktree,
+                                const nlohmann::json& command) {
   std::string output;
   const auto keep = [&output](std::string_view chunk) {
     output.append(chunk);
@@ -72,8 +73,8 @@ nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_
   process::Outcome outcome;
   try {
     outcome = config.verification_socket.empty()
-                  ? process::run(spec)
-                  : process::run_through(config.verification_socket, spec);
+                  ? spawner.run(spec)
+                  : spawner.run_through(config.verification_socket, spec);
   } catch (const std::system_error& error) {
     outcome.exit_code = 127;
     output = error.what();
@@ -92,7 +93,7 @@ nlohmann::json run_verification(const WorkerConfig& config, const fs::path& run_
 nlohmann::json verify_change_set(RunContext& run, const nlohmann::json& change_set,
                                  const nlohmann::json& commands) {
   run.heartbeat.alive("workspace");
-  const Workspace workspace(run.config, run.envelope);
+  const Workspace workspace(run.config, run.envelope, run.environment.random);
   for (const auto& change : change_set) {
     const std::string& path = change.at("path").get_ref<const std::string&>();
     try {
@@ -109,7 +110,8 @@ nlohmann::json verify_change_set(RunContext& run, const nlohmann::json& change_s
   nlohmann::json tests = nlohmann::json::array();
   for (const auto& command : commands) {
     run.heartbeat.alive("verification");
-    tests.push_back(run_verification(run.config, workspace.root(), workspace.worktree(), command));
+    tests.push_back(run_verification(run.config, run.environment.spawner, workspace.root(),
+                                     workspace.worktree(), command));
     if (!tests.back().at("passed").get<bool>()) break;
   }
   return tests;

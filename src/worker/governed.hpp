@@ -13,9 +13,10 @@ namespace aios::worker {
 // `worktree` with HOME and TMPDIR under `run_root`: argv, no shell, bounded output, timeout,
 // in a sandbox without network that sees the system and `run_root` only (not the worker's
 // state, checkpoints, token, other workspaces, the authority repository or the exchanges),
-// built here or, with a verification socket, by the sandbox service. Returns {label, argv,
-// exit_code, timed_out, passed, duration_ms, output}.
-nlohmann::json run_verification(const WorkerConfig& config, const std::filesystem::path& run_root,
+// built here or, with a verification socket, by the sandbox service (both through `spawner`).
+// Returns {label, argv, exit_code, timed_out, passed, duration_ms, output}.
+nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& spawner,
+                                const std::filesystem::path& run_root,
                                 const std::filesystem::path& worktree,
                                 const nlohmann::json& command);
 

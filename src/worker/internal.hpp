@@ -16,18 +16,24 @@
 #include <utility>
 #include <vector>
 
+#include "aios/environment.hpp"
+#include "aios/http.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
 #include "aios/worker.hpp"
 
 namespace aios::worker {
 
-// One peer service (the Task API or the Bridge) spoken to with a bearer token. Each call is
-// its own short connection, so any thread may call.
+// One peer service (the Task API or the Bridge) spoken to with a bearer token through
+// `transport` (the environment's), which must outlive it. Any thread may call.
 class JsonService {
  public:
-  JsonService(std::string base_url, std::string token, std::chrono::milliseconds timeout)
-      : base_url_(std::move(base_url)), token_(std::move(token)), timeout_(timeout) {}
+  JsonService(http::Transport& transport, std::string base_url, std::string token,
+              std::chrono::milliseconds timeout)
+      : transport_(transport),
+        base_url_(std::move(base_url)),
+        token_(std::move(token)),
+        timeout_(timeout) {}
 
   // {status, body}; a body that is not JSON is HTTP_UPSTREAM_RESPONSE_INVALID.
   std::pair<int, nlohmann::json> call(std::string_view method, const std::string& path,
@@ -37,6 +43,7 @@ class JsonService {
                          const nlohmann::json* body = nullptr) const;
 
  private:
+  http::Transport& transport_;
   std::string base_url_;
   std::string token_;
   std::chrono::milliseconds timeout_;
@@ -44,19 +51,19 @@ class JsonService {
 
 using store::Checkpoint;
 
-// The worker's checkpoints in their SQLite file, each save logged (and, for the crash tests, the
-// process killed right after the phase `kill_after_phase` is durable: see
-// WorkerConfig::kill_after_phase).
+// The worker's checkpoints in their SQLite file, dated by `clock` (which must outlive it), each
+// save logged (and, for the crash tests, the process killed right after the phase
+// `kill_after_phase` is durable: see WorkerConfig::kill_after_phase).
 class CheckpointStore {
  public:
-  CheckpointStore(const std::filesystem::path& path, std::string kill_after_phase = {});
+  CheckpointStore(const std::filesystem::path& path, const Clock& clock,
+                  std::string kill_after_phase = {});
   std::optional<Checkpoint> load(const std::string& task_id) { return store_->load(task_id); }
   std::vector<Checkpoint> all() { return store_->all(); }
   void save(const Checkpoint& checkpoint);
   void remove(const std::string& task_id) { store_->remove(task_id); }
 
  private:
-  SystemClock clock_;
   std::unique_ptr<store::CheckpointStore> store_;
   std::string kill_after_phase_;
 };
@@ -88,6 +95,7 @@ class Heartbeat {
 // What an adapter needs of the run.
 struct RunContext {
   const WorkerConfig& config;
+  const Environment& environment;
   const JsonService& bridge;
   const nlohmann::json& envelope;
   const std::string& lease_token;
@@ -123,11 +131,12 @@ nlohmann::json await_in_slices(RunContext& run, const std::string& stage,
 }
 
 // A disposable checkout of the authority repository at the envelope's base_oid under the
-// workspace root (with home/ and tmp/ for commands), removed with everything in it when the
-// object goes. Reads the repository only; WORKER_WORKSPACE_FAILED when it cannot be made.
+// workspace root (with home/ and tmp/ for commands; its name ends in `random` hex), removed
+// with everything in it when the object goes. Reads the repository only;
+// WORKER_WORKSPACE_FAILED when it cannot be made.
 class Workspace {
  public:
-  Workspace(const WorkerConfig& config, const nlohmann::json& envelope);
+  Workspace(const WorkerConfig& config, const nlohmann::json& envelope, Random& random);
   ~Workspace();
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;

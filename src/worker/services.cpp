@@ -10,8 +10,8 @@ namespace aios::worker {
 
 std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const std::string& path,
                                                  const nlohmann::json* body) const {
-  const auto response = http::request(method, base_url_ + path, token_,
-                                      body != nullptr ? body->dump() : std::string(), timeout_);
+  const auto response = transport_.request(
+      method, base_url_ + path, token_, body != nullptr ? body->dump() : std::string(), timeout_);
   auto value = parse_json(response.body);
   if (value.is_discarded() || !value.is_object()) {
     throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
@@ -29,8 +29,9 @@ nlohmann::json JsonService::require(std::string_view method, const std::string& 
   return value;
 }
 
-CheckpointStore::CheckpointStore(const std::filesystem::path& path, std::string kill_after_phase)
-    : store_(store::open_sqlite_checkpoints(path, clock_)),
+CheckpointStore::CheckpointStore(const std::filesystem::path& path, const Clock& clock,
+                                 std::string kill_after_phase)
+    : store_(store::open_sqlite_checkpoints(path, clock)),
       kill_after_phase_(std::move(kill_after_phase)) {}
 
 void CheckpointStore::save(const Checkpoint& checkpoint) {

@@ -15,7 +15,7 @@ nlohmann::json run_source_capture(RunContext& run) {
   nlohmann::json map;
   {
     run.heartbeat.alive("source_capture");
-    const Workspace workspace(run.config, envelope);
+    const Workspace workspace(run.config, envelope, run.environment.random);
     map = compact_map::build_compact_interface_map(workspace.worktree(), signals,
                                                    envelope.at("base_oid").get<std::string>());
   }

@@ -46,11 +46,12 @@ std::string failure_class_of(const std::string& code) {
 
 class Worker::Impl {
  public:
-  explicit Impl(WorkerConfig config)
+  Impl(WorkerConfig config, const Environment& environment)
       : config_(std::move(config)),
-        api_(config_.task_api_url, config_.agent_token, config_.http_timeout),
-        bridge_(config_.bridge_url, config_.agent_token, config_.http_timeout),
-        checkpoints_(config_.checkpoint_db, config_.kill_after_phase),
+        environment_(environment),
+        api_(environment.http, config_.task_api_url, config_.agent_token, config_.http_timeout),
+        bridge_(environment.http, config_.bridge_url, config_.agent_token, config_.http_timeout),
+        checkpoints_(config_.checkpoint_db, environment.clock, config_.kill_after_phase),
         worker_id_(config_.worker_id.empty() ? config_.agent_id : config_.worker_id) {}
 
   void start() {
@@ -205,9 +206,9 @@ class Worker::Impl {
     const std::string task_id = checkpoint.task_id;
     checkpoints_.save(checkpoint);
     worker::Heartbeat heartbeat(api_, task_id, checkpoint.lease_token, config_.heartbeat_interval);
-    worker::RunContext run{
-        config_,    bridge_,      envelope, checkpoint.lease_token, checkpoint.attempt,
-        checkpoint, checkpoints_, heartbeat};
+    worker::RunContext run{config_,    environment_,           bridge_,
+                           envelope,   checkpoint.lease_token, checkpoint.attempt,
+                           checkpoint, checkpoints_,           heartbeat};
     try {
       const std::string adapter = envelope.at("adapter");
       nlohmann::json result;
@@ -275,6 +276,7 @@ class Worker::Impl {
   }
 
   WorkerConfig config_;
+  Environment environment_;
   JsonService api_;
   JsonService bridge_;
   worker::CheckpointStore checkpoints_;
@@ -282,7 +284,8 @@ class Worker::Impl {
   std::set<std::string> interrupted_;
 };
 
-Worker::Worker(WorkerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Worker::Worker(WorkerConfig config, const Environment& environment)
+    : impl_(std::make_unique<Impl>(std::move(config), environment)) {}
 Worker::~Worker() = default;
 void Worker::start() {
   impl_->start();

@@ -11,7 +11,7 @@ namespace {
 
 struct Parsed {
   CLI::App app;
-  executor::CommandLine command_line{app};
+  executor::CommandLine command_line{app, system_environment()};
   explicit Parsed(const std::string& arguments) { app.parse(arguments, false); }
 };
 
@@ -44,7 +44,7 @@ TEST(ExecutorCommandLine, ExecutableRootsReplaceTheBuiltInListInBothModes) {
 
 TEST(ExecutorCommandLine, ARequestNeedsAResult) {
   CLI::App app;
-  const executor::CommandLine command_line(app);
+  const executor::CommandLine command_line(app, system_environment());
   EXPECT_THROW(app.parse("--request a.json", false), CLI::RequiresError);
 }
 

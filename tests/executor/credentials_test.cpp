@@ -11,7 +11,6 @@ using aios::test::code_of;
 class Credentials : public ExecutorTest {
  protected:
   Credentials() { std::filesystem::create_directories(credentials()); }
-  std::filesystem::path credentials() const { return dir_ / "credentials"; }
 
   RuntimeProfile profile(const std::string& format = "dotenv") const {
     RuntimeProfile value;
@@ -104,21 +103,10 @@ TEST_F(Credentials, ProjectsOnlySelectedProviderCredential) {
       "print('AIOS_PROVIDER_PROJECTED_OK' if value=='test-provider-key' and not leaked else "
       "'AIOS_PROVIDER_PROJECTED_FAIL')\n"
       "print(value)\n");
-  json profile = {{"schema", kProfileSchema},
-                  {"runtime", "hermes"},
-                  {"argv", {"/usr/bin/python3", helper.string()}},
-                  {"input_mode", "stdin_text"},
-                  {"output_mode", "stdout_text"},
-                  {"environment", {{"RUNTIME_PROFILE_MARKER", "staging"}}},
-                  {"credential_env",
-                   {{"OPENAI_API_KEY",
-                     {{"credential", "provider.env"},
-                      {"format", "dotenv"},
-                      {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
-  write_text_file(credentials() / "provider.env",
-                  "ONEAPI_REGULAR_TOKEN=test-provider-key\nOTHER_PROVIDER_TOKEN=not-projected\n");
-  options_.credentials_directory = credentials();
-  const auto result = run(profile, request_value("hermes"));
+  provide_credentials();
+  const auto result =
+      run(provider_profile({"/usr/bin/python3", helper.string()}, "stdin_text", "stdout_text"),
+          request_value("hermes"));
   const auto text = result["output_text"].get<std::string>();
   EXPECT_NE(text.find("AIOS_PROVIDER_PROJECTED_OK"), std::string::npos) << text;
   // The child printed the key; the result carries [REDACTED] in its place.

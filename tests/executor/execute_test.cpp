@@ -236,14 +236,9 @@ TEST_F(ExecutorTest, OutputAndStderrAreRedacted) {
                                                   "import sys\n"
                                                   "sys.stderr.write('token=abc123 bad')\n"
                                                   "sys.exit(3)\n"));
-  write_profile("hermes", profile);
   std::filesystem::remove(result_path());
-  try {
-    execute_request(request_path(), result_path(), options_);
-    FAIL() << "a failing child must fail the request";
-  } catch (const Error& error) {
-    EXPECT_EQ(failure_text(error), "EXTERNAL_AGENT_PROCESS_FAILED:3:[REDACTED] bad");
-  }
+  EXPECT_EQ(failure(profile, request_value("hermes"), true),
+            "EXTERNAL_AGENT_PROCESS_FAILED:3:[REDACTED] bad");
   EXPECT_FALSE(std::filesystem::exists(result_path()));
 }
 

@@ -51,6 +51,23 @@ inline json python_profile(const std::string& runtime, const std::filesystem::pa
           {"max_output_bytes", 65536}};
 }
 
+// A profile running `argv` that projects OPENAI_API_KEY from the ONEAPI_REGULAR_TOKEN tier of
+// provider.env (see ExecutorTest::provide_credentials) beside one fixed variable.
+inline json provider_profile(const json& argv, const std::string& input_mode,
+                             const std::string& output_mode) {
+  return {{"schema", kProfileSchema},
+          {"runtime", "hermes"},
+          {"argv", argv},
+          {"input_mode", input_mode},
+          {"output_mode", output_mode},
+          {"environment", {{"RUNTIME_PROFILE_MARKER", "staging"}}},
+          {"credential_env",
+           {{"OPENAI_API_KEY",
+             {{"credential", "provider.env"},
+              {"format", "dotenv"},
+              {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
+}
+
 class ExecutorTest : public ::testing::Test {
  protected:
   ExecutorTest() {
@@ -58,6 +75,7 @@ class ExecutorTest : public ::testing::Test {
     std::filesystem::create_directories(temporary());
     options_.profile_root = profiles();
     options_.temporary_root = temporary();
+    options_.environment = &system_environment();
   }
 
   std::filesystem::path profiles() const { return dir_ / "profiles"; }
@@ -89,14 +107,25 @@ class ExecutorTest : public ::testing::Test {
     return parse_json(read_text_file(result_path()));
   }
 
-  // The code execute_request throws, or "OK".
-  std::string failure(const json& profile, const json& request) {
+  // The code execute_request throws (with its detail as failure_text() reports it, when
+  // `with_detail`), or "OK".
+  std::string failure(const json& profile, const json& request, bool with_detail = false) {
     try {
       run(profile, request);
     } catch (const Error& error) {
-      return error.code();
+      return with_detail ? failure_text(error) : error.code();
     }
     return "OK";
+  }
+
+  std::filesystem::path credentials() const { return dir_ / "credentials"; }
+  // provider.env with the tier provider_profile() projects and one it must not, as the
+  // run's credential directory.
+  void provide_credentials() {
+    std::filesystem::create_directories(credentials());
+    write_text_file(credentials() / "provider.env",
+                    "ONEAPI_REGULAR_TOKEN=test-provider-key\nOTHER_PROVIDER_TOKEN=not-projected\n");
+    options_.credentials_directory = credentials();
   }
 
   // Nothing left in the temporary root: every private directory was removed.

@@ -27,6 +27,7 @@
 #include "aios/sys.hpp"
 #include "store/sqlite/database.hpp"
 #include "support/code_of.hpp"
+#include "support/recording.hpp"
 
 namespace aios::fleet_test {
 
@@ -118,14 +119,16 @@ inline TaskSpec project_task(std::string task_id, std::string tenant, std::strin
   return spec;
 }
 
-// A temp dir, a Database, a ManualClock and a TaskPlane with default options.
+// A temp dir, a Database, a ManualClock, recording fakes of the rest of the environment
+// (counting randomness, a fault plan that records the points reached) and a TaskPlane with
+// default options.
 class PlaneTest : public ::testing::Test {
  protected:
   PlaneTest()
       : clock_(start_time()),
         db_(DatabaseOptions{.path = db_path()}),
         store_(db_, clock_),
-        plane_(store_, options_) {}
+        plane_(store_, environment_, options_) {}
 
   std::filesystem::path db_path() const { return dir_.path() / "tasks.sqlite3"; }
 
@@ -250,6 +253,11 @@ class PlaneTest : public ::testing::Test {
 
   ScopedTempDir dir_;
   ManualClock clock_;
+  test::RecordingSpawner spawner_;
+  test::RecordingTransport http_;
+  test::CountingRandom random_;
+  test::RecordingFaultPlan faults_;
+  Environment environment_{clock_, spawner_, http_, random_, faults_};
   TaskPlaneOptions options_;
   Database db_;
   store::SqliteStore store_;

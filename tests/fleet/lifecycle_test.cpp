@@ -77,6 +77,25 @@ TEST_F(LifecycleTest, ExpiredLeaseOnTheLastAttemptFailsTheTask) {
   EXPECT_EQ(code_of([&] { claim(agent_, "expire-last", "worker-life"); }), "TASK_NOT_CLAIMABLE");
 }
 
+TEST_F(LifecycleTest, ClaimTakesItsTokensFromTheEnvironmentAndMarksItsCommitOnce) {
+  // Given the environment's randomness, the lease token and the claim id should be its next two
+  // draws; the commit point should be reached once per committed claim and never by a refusal.
+  create_task("draw-1");
+  Json stale = claim_body("draw-1", "worker-life");
+  stale["expected_revision"] = stale["expected_revision"].get<int>() + 7;
+  EXPECT_EQ(code_of([&] { plane_.claim(agent_, "draw-1", stale); }), "TASK_REVISION_CONFLICT");
+  EXPECT_TRUE(faults_.phases().empty());
+
+  const Json claimed = claim(agent_, "draw-1", "worker-life");
+  const auto lease_token = claimed["lease_token"].get<std::string>();
+  const auto claim_id = claimed["claim_id"].get<std::string>();
+  ASSERT_EQ(lease_token.size(), 64U);
+  ASSERT_EQ(claim_id.size(), 6U + 32U);
+  EXPECT_EQ(std::stoull(claim_id.substr(6), nullptr, 16),
+            std::stoull(lease_token.substr(48), nullptr, 16) + 1);
+  EXPECT_EQ(faults_.phases(), std::vector<std::string>{"scheduler_claim_committed"});
+}
+
 TEST_F(LifecycleTest, HeartbeatExtendsTheLease) {
   // Given a heartbeat before expiry, we should not sweep the task past its original expiry,
   // and should sweep it once the extended lease ends.

@@ -10,6 +10,7 @@
 #include "aios/http.hpp"
 #include "aios/rebind.hpp"
 #include "support/code_of.hpp"
+#include "support/recording.hpp"
 
 namespace aios {
 namespace {
@@ -18,6 +19,8 @@ using Json = nlohmann::json;
 using test::code_of;
 
 const std::string kToken(40, 't');
+// The real transport: these tests talk to a loopback peer.
+http::SystemTransport resolver_transport;
 
 // A loopback peer that records the last request and answers with `answer`.
 class Peer {
@@ -67,7 +70,8 @@ TEST(BridgeResolver, SendsTheCanonicalRequestWithTheControlToken) {
   // /v2/execution-envelope under the base URL (trailing slashes dropped) and return its object.
   Peer peer;
   peer.answer(200, R"({"action":"deterministic","execution_digest":"d"})");
-  const auto resolve = make_bridge_execution_resolver(peer.url("/base//"), kToken);
+  const auto resolve =
+      make_bridge_execution_resolver(peer.url("/base//"), kToken, resolver_transport);
   const Json capabilities = {"git.read", "governed.write.file"};
   EXPECT_EQ(resolve("task-rebind-a", capabilities),
             (Json{{"action", "deterministic"}, {"execution_digest", "d"}}));
@@ -79,6 +83,22 @@ TEST(BridgeResolver, SendsTheCanonicalRequestWithTheControlToken) {
       seen.body,
       R"({"required_capabilities":["git.read","governed.write.file"],"task_id":"task-rebind-a"})");
   EXPECT_EQ(seen.header("Content-Type"), "application/json");
+}
+
+TEST(BridgeResolver, SendsOneRequestThroughItsTransportWithTheTimeoutItWasGiven) {
+  test::RecordingTransport transport;
+  transport.respond(200, R"({"envelope":{}})");
+  const auto resolve = make_bridge_execution_resolver("http://bridge.invalid:18892/", kToken,
+                                                      transport, std::chrono::milliseconds(750));
+  EXPECT_EQ(resolve("task-rebind-a", Json::array({"git.read"})),
+            Json({{"envelope", Json::object()}}));
+  const auto calls = transport.calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].method, "POST");
+  EXPECT_EQ(calls[0].url, "http://bridge.invalid:18892/v2/execution-envelope");
+  EXPECT_EQ(calls[0].bearer_token, kToken);
+  EXPECT_EQ(calls[0].body, R"({"required_capabilities":["git.read"],"task_id":"task-rebind-a"})");
+  EXPECT_EQ(calls[0].timeout, std::chrono::milliseconds(750));
 }
 
 TEST(BridgeResolver, AnswersMapToTheSeedsCodes) {
@@ -115,7 +135,7 @@ TEST(BridgeResolver, AnswersMapToTheSeedsCodes) {
       {"an empty body", 502, "", {"CANONICAL_EXECUTION_RESPONSE_INVALID", 502}},
   };
   Peer peer;
-  const auto resolve = make_bridge_execution_resolver(peer.url(), kToken);
+  const auto resolve = make_bridge_execution_resolver(peer.url(), kToken, resolver_transport);
   for (const auto& item : cases) {
     SCOPED_TRACE(item.name);
     peer.answer(item.status, item.body);
@@ -131,8 +151,9 @@ TEST(BridgeResolver, UnreachableBridgeIsAnUpstreamFailure) {
     probe.start();
     closed_port = probe.port();
   }
-  const auto resolve = make_bridge_execution_resolver(
-      "http://127.0.0.1:" + std::to_string(closed_port), kToken, std::chrono::seconds(2));
+  const auto resolve =
+      make_bridge_execution_resolver("http://127.0.0.1:" + std::to_string(closed_port), kToken,
+                                     resolver_transport, std::chrono::seconds(2));
   EXPECT_EQ(failure_of([&] { resolve("task-rebind-a", Json::array()); }),
             (std::pair<std::string, int>{"HTTP_UPSTREAM_UNAVAILABLE", 502}));
 }
@@ -141,7 +162,8 @@ TEST(BridgeResolver, BadUrlIsRefusedWhenBuilt) {
   // Given a URL the client cannot use, we should refuse at start-up, not at the first rebind.
   for (const char* url : {"https://127.0.0.1:18892", "127.0.0.1:18892", "http://host:99999"}) {
     SCOPED_TRACE(url);
-    EXPECT_EQ(code_of([&] { make_bridge_execution_resolver(url, kToken); }), "HTTP_URL_INVALID");
+    EXPECT_EQ(code_of([&] { make_bridge_execution_resolver(url, kToken, resolver_transport); }),
+              "HTTP_URL_INVALID");
   }
 }
 

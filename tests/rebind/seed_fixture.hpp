@@ -160,7 +160,8 @@ class SeedDbTest : public ::testing::Test {
   std::filesystem::path path() const { return dir_ / "state.sqlite3"; }
 
   ExecutionRebindStore store(ExecutionResolver resolver = seed_resolver) {
-    return {*sqlite_, std::move(resolver), std::string(kAuthorization)};
+    return {*sqlite_, std::move(resolver), std::string(kAuthorization),
+            system_environment().faults};
   }
 
   // Every row of `sql`, each column as text ("NULL" for NULL).

@@ -75,7 +75,7 @@ TEST_F(RebindOnTaskPlane, ReboundTaskIsClaimableUnderTheNewDigestOnly) {
         asked = capabilities;
         return plan_;
       },
-      std::string(kAuthorization));
+      std::string(kAuthorization), system_environment().faults);
   const Json result = store.rebind("task-rebind-1", owner_request(before));
   EXPECT_EQ(result["revision"], before["revision"].get<int>() + 1);
   EXPECT_EQ(asked, (Json{"code.read"}));
@@ -112,7 +112,7 @@ TEST_F(RebindOnTaskPlane, ClaimedTaskIsNotRebound) {
   store::SqliteStore rebind_store(rebind_db, clock_);
   ExecutionRebindStore store(
       rebind_store, [this](const std::string&, const Json&) { return plan_; },
-      std::string(kAuthorization));
+      std::string(kAuthorization), system_environment().faults);
   EXPECT_EQ(code_of([&] { store.rebind("task-rebind-1", owner_request(returned)); }),
             "EXECUTION_REBIND_CAS_MISMATCH");
   EXPECT_EQ(view("task-rebind-1")["status"], "CLAIMED");

@@ -1,5 +1,5 @@
 // The crash-point matrix: the scheduler, the rebind daemon and the executor SIGKILLed at each of
-// their named commit points (include/aios/fault.hpp; the worker's nine phases are in
+// their named commit points (include/aios/environment.hpp; the worker's nine phases are in
 // tests/worker/crash_test.cpp), kCyclesPerPhase times each, then restarted; and the scheduler
 // killed at random moments under claim and result traffic. After every kill PRAGMA
 // integrity_check is ok; afterwards nothing acknowledged is lost, nothing is committed twice, and

@@ -64,6 +64,7 @@ TEST_P(DeepReadersTest, EveryReaderRefusesItWithACode) {
   executor::ExecuteOptions options;
   options.profile_root = dir() / "profiles";
   options.temporary_root = dir();
+  options.environment = &system_environment();
   expect_refused(
       "executor request", [&] { executor::run_request(dir() / "request.json", options); },
       {"JSON_NESTING_TOO_DEEP", "JSON_NESTING_TOO_DEEP", "EXTERNAL_AGENT_REQUEST_TOO_LARGE"});
@@ -89,7 +90,7 @@ TEST_P(DeepReadersTest, EveryReaderRefusesItWithACode) {
 
   const fs::path checkpoints = dir() / "checkpoints.sqlite3";
   {
-    worker::CheckpointStore store(checkpoints);
+    worker::CheckpointStore store(checkpoints, system_environment().clock);
     SQLite::Database db(checkpoints.string(), SQLite::OPEN_READWRITE);
     SQLite::Statement insert(db,
                              "INSERT INTO worker_checkpoints VALUES "

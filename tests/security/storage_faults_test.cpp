@@ -165,7 +165,7 @@ TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
   Database impatient(
       DatabaseOptions{.path = db_path(), .busy_timeout = std::chrono::milliseconds(5)});
   store::SqliteStore impatient_store(impatient, clock_);
-  TaskPlane plane(impatient_store, options_);
+  TaskPlane plane(impatient_store, system_environment(), options_);
   std::atomic<bool> stop{false};
   std::atomic<bool> holding{false};
   std::thread storm([&] {
@@ -258,7 +258,7 @@ TEST_F(DiskFullTest, FullDiskFailsTheWriteAndLeavesEveryCommittedTaskWhole) {
   ManualClock clock(start_time());
   Database db(DatabaseOptions{.path = path, .connections = 1});
   store::SqliteStore task_store(db, clock);
-  TaskPlane plane(task_store);
+  TaskPlane plane(task_store, system_environment());
   // Most of the space goes to a file the test deletes later to free it.
   const auto ballast = dir_.path() / "ballast";
   test_write(ballast, std::string(600 * 1024, 'b'));

@@ -19,7 +19,7 @@ aios_test(security_tests security/storage_faults_test.cpp security/deep_readers_
 target_link_libraries(security_tests PRIVATE SQLite::SQLite3)
 
 # The crash-point matrix: the scheduler, the rebind daemon and the executor killed at each named
-# fault point (include/aios/fault.hpp) 20 times, and the scheduler killed at random 200 times
+# fault point (include/aios/environment.hpp) 20 times, and the scheduler killed at random 200 times
 # (AIOS_CRASH_RANDOM_KILLS) under traffic.
 aios_integration_test(crash_matrix_tests security/crash_matrix_test.cpp)
 add_dependencies(crash_matrix_tests aios-agent-task-execution-rebind aios-external-agent-executor)

@@ -29,7 +29,7 @@ class QueryPlanTest : public PlaneTest {
   QueryPlanTest()
       : traced_db_(DatabaseOptions{.path = db_path(), .connections = 1}),
         traced_store_(traced_db_, clock_),
-        traced_(traced_store_, options_) {
+        traced_(traced_store_, system_environment(), options_) {
     traced_db_.read([this](SQLite::Database& db) {
       sqlite3_trace_v2(db.getHandle(), SQLITE_TRACE_STMT, record_statement, &statements_);
     });

@@ -96,8 +96,8 @@ TEST_F(StoreTest, SecondDatabaseSeesCommittedWrites) {
   ManualClock clock(start_time());
   store::SqliteStore store_one(one, clock);
   store::SqliteStore store_two(two, clock);
-  TaskPlane plane_one(store_one);
-  TaskPlane plane_two(store_two);
+  TaskPlane plane_one(store_one, system_environment());
+  TaskPlane plane_two(store_two, system_environment());
   const Json agent_created =
       plane_one.create_agent({{"agent_id", "agent-x"}, {"granted_capabilities", {"code.read"}}});
   TaskSpec spec;
@@ -318,7 +318,7 @@ TEST_F(StoreTest, SeedRebindCasStillAppliesAfterMigration) {
   EXPECT_EQ(changed, 1);
   ManualClock clock(start_time());
   store::SqliteStore task_store(db, clock);
-  TaskPlane plane(task_store);
+  TaskPlane plane(task_store, system_environment());
   TaskSpec spec;
   spec.task_id = "after-migration";
   EXPECT_EQ(plane.create_task(task_body(spec)).first, 201);
@@ -332,7 +332,7 @@ TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
   Database db(DatabaseOptions{.path = path()});
   ManualClock clock(start_time());
   store::SqliteStore task_store(db, clock);
-  TaskPlane plane(task_store);
+  TaskPlane plane(task_store, system_environment());
   TaskSpec spec;
   spec.task_id = "after-migration";
   ASSERT_EQ(plane.create_task(task_body(spec)).first, 201);

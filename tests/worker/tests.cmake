@@ -6,6 +6,8 @@ aios_integration_test(worker_e2e_tests worker/worker_e2e_test.cpp worker/crash_t
 add_dependencies(worker_e2e_tests aios-agent-task-execution-rebind)
 add_dependencies(worker_e2e_tests aios-online-agent-worker aios-external-agent-executor)
 
-# The result documents and derived ids, as pure functions, and the command line's configuration.
-aios_test(worker_tests worker/results_test.cpp worker/command_line_test.cpp)
+# The result documents and derived ids, as pure functions, the command line's configuration, and
+# the peer calls and verification children against the recording fakes of the environment.
+aios_test(worker_tests worker/results_test.cpp worker/command_line_test.cpp
+  worker/services_test.cpp)
 target_link_libraries(worker_tests PRIVATE CLI11::CLI11)

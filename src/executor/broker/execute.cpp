@@ -127,7 +127,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   if (execute.before_spawn) execute.before_spawn();
   process::Outcome outcome;
   try {
-    outcome = process::run(spec);
+    outcome = executor::environment_of(execute).spawner.run(spec);
   } catch (const std::system_error& error) {
     throw Error(ErrorCode::RUNTIME_BROKER_SPAWN_FAILED, error.what());
   }
@@ -224,19 +224,21 @@ json execute_request(const fs::path& request_path, const fs::path& result_path,
   executor::ExecuteOptions confined = execute;
   confined.hidden.push_back(fs::absolute(result_path));
   const json result = run_request(request_path, options, confined);
-  executor::write_result(result_path, result, nullptr);
+  executor::write_result(result_path, result, nullptr, executor::environment_of(execute).faults);
   return result;
 }
 
 executor::ServeOptions serve_options(const fs::path& root, const BrokerOptions& options,
-                                     unsigned concurrency, executor::ExchangeKey key) {
+                                     unsigned concurrency, executor::ExchangeKey key,
+                                     const executor::ExecuteOptions& execute) {
   executor::ServeOptions serve;
   serve.root = root;
   serve.concurrency = concurrency;
+  serve.execute = execute;
   serve.execute.credentials_directory = options.credentials_directory;
   serve.execute.temporary_root = options.temporary_root;
-  serve.handler = [options](const fs::path& request, const executor::ExecuteOptions& execute) {
-    return run_request(request, options, execute);
+  serve.handler = [options](const fs::path& request, const executor::ExecuteOptions& run) {
+    return run_request(request, options, run);
   };
   serve.key = std::move(key);
   return serve;

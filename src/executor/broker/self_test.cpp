@@ -15,7 +15,8 @@ using nlohmann::json;
 
 inline constexpr std::string_view kSelfTestFile = "SELFTEST.md";
 
-json self_test(std::string_view backend, const BrokerOptions& options) {
+json self_test(std::string_view backend, const BrokerOptions& options,
+               const executor::ExecuteOptions& execute) {
   const files::PrivateDirectory scratch(options.temporary_root, "aios-broker-self-test-");
   const fs::path authority = scratch.path() / "authority.git";
   const std::string base = git::create_repository(
@@ -28,22 +29,22 @@ json self_test(std::string_view backend, const BrokerOptions& options) {
   git::Worktree::create(authority, base, worktree);
   const auto refs_before = git::Worktree(worktree).references();
 
-  const json request =
-      validate_request({{"schema", kRequestSchema},
-                        {"request_id", "broker-self-test-" + random_hex(8)},
-                        {"backend", std::string(backend)},
-                        {"task_id", "broker-self-test"},
-                        {"execution_digest", sha256_hex("aios broker self-test")},
-                        {"base_oid", base},
-                        {"worktree", worktree.string()},
-                        {"goal", "Replace the contents of " + std::string(kSelfTestFile) +
-                                     " with a short note saying that the broker self-test ran."},
-                        {"instructions", "Change only that file. Do not commit."},
-                        {"success_criteria", json::array()},
-                        {"constraints", json::object()}});
+  const json request = validate_request(
+      {{"schema", kRequestSchema},
+       {"request_id", "broker-self-test-" + executor::environment_of(execute).random.hex(8)},
+       {"backend", std::string(backend)},
+       {"task_id", "broker-self-test"},
+       {"execution_digest", sha256_hex("aios broker self-test")},
+       {"base_oid", base},
+       {"worktree", worktree.string()},
+       {"goal", "Replace the contents of " + std::string(kSelfTestFile) +
+                    " with a short note saying that the broker self-test ran."},
+       {"instructions", "Change only that file. Do not commit."},
+       {"success_criteria", json::array()},
+       {"constraints", json::object()}});
   const fs::path request_path = scratch.path() / "request.json";
   files::write_atomic(request_path, canonical_json(request));
-  const json result = execute_request(request_path, scratch.path() / "result.json", local);
+  const json result = execute_request(request_path, scratch.path() / "result.json", local, execute);
 
   git::Worktree inspected(worktree);
   const auto head = inspected.head();
