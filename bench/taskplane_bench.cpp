@@ -285,6 +285,12 @@ int main(int argc, char** argv) {
     std::cout << json{{"store_in_process", rate}}.dump() << '\n';
     return 0;
   }
+  // --claim N: only the claim latency with N queued, so two builds can be compared round by
+  // round on a shared machine.
+  if (argc > 2 && std::string(argv[1]) == "--claim") {
+    std::cout << claim_latency(std::stoul(argv[2]), 1000).dump() << '\n';
+    return 0;
+  }
   const std::size_t runs = smoke ? 1 : 3;
   const std::size_t tasks = smoke ? 20 : 300;
   const fs::path dir = temp_dir();

@@ -318,7 +318,8 @@ class Transaction {
   // One more consecutive failure; the circuit opens until `open_until` at `threshold`.
   virtual void note_worker_failure(const std::string& worker_id, double now, int threshold,
                                    double open_until) = 0;
-  // The circuit closed and the failure count reset.
+  // The circuit closed and the failure count reset; a row already so is left unwritten (its
+  // updated_at says when the circuit last changed), so a success costs no page of its own.
   virtual void note_worker_success(const std::string& worker_id, double now) = 0;
 
   // --- claims, dispatches, quarantines, results

@@ -21,6 +21,14 @@ const fleet::WorkerState& own_worker(const std::optional<fleet::WorkerState>& wo
   return *worker;
 }
 
+// Polls and claims are the worker's liveness signal. It is recorded at most once per
+// kLivenessGranularity: liveness is judged over worker_online_window, and writing the workers
+// row on every poll would cap the fleet's polls at the disk's commit rate (and add a page to
+// every claim's commit).
+bool liveness_due(const fleet::WorkerState& worker, double now) {
+  return now - worker.last_seen >= kLivenessGranularity || now < worker.last_seen;
+}
+
 std::string worker_id_of(const nlohmann::json& body) {
   const auto& id = envelope::get_or(body, "worker_id", kNull);
   if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
@@ -59,14 +67,12 @@ std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body)
       return tasks.size() < limit;
     });
   };
-  // Polling is the worker's liveness signal, and the only write a poll makes. It is recorded
-  // at most once per kLivenessGranularity: liveness is judged over worker_online_window, and an
-  // fsync'd commit on every poll would cap the fleet's polls at the disk's commit rate. Between
-  // two records, one read transaction checks the worker and offers the tasks.
+  // Recording liveness is the only write a poll makes; between two records, one read
+  // transaction checks the worker and offers the tasks.
   bool offered = false;
   store_.read([&](store::Transaction& tx) {
     const auto worker = own_worker(fleet::load_worker(tx, worker_id, now), agent);
-    if (now - worker.last_seen >= kLivenessGranularity || now < worker.last_seen) return;
+    if (liveness_due(worker, now)) return;
     offer(tx, worker);
     offered = true;
   });
@@ -164,7 +170,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
                      .lease_expires_at = to_epoch_seconds(expires),
                      .now = now,
                      .created_at = now_iso});
-    tx.touch_worker(worker_id, now);
+    if (liveness_due(worker, now)) tx.touch_worker(worker_id, now);
     tx.append_event(task_id, "TASK_CLAIMED", agent.agent_id,
                     {{"claim_id", claim_id},
                      {"worker_id", worker_id},

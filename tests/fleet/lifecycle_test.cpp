@@ -287,6 +287,23 @@ TEST_F(LifecycleTest, OfflineWorkerIsReportedAndPollIsItsLivenessSignal) {
   EXPECT_EQ(worker_entry("worker-life")["online"], true);
 }
 
+TEST_F(LifecycleTest, AClaimIsALivenessSignalRecordedAtMostOncePerSecond) {
+  // Given a worker last seen at registration, a claim later should record it seen at the
+  // claim; a second claim within the same second should leave that record as it was.
+  create_task("seen-1");
+  create_task("seen-2");
+  clock_.advance(seconds(30));
+  const auto first = clock_.now();
+  claim(agent_, "seen-1", "worker-life");
+  EXPECT_EQ(worker_entry("worker-life")["last_seen_at"], format_iso8601(first));
+  clock_.advance(std::chrono::milliseconds(500));
+  claim(agent_, "seen-2", "worker-life");
+  EXPECT_EQ(worker_entry("worker-life")["last_seen_at"], format_iso8601(first));
+  clock_.advance(std::chrono::milliseconds(500));
+  plane_.poll(agent_, {{"worker_id", "worker-life"}});
+  EXPECT_EQ(worker_entry("worker-life")["last_seen_at"], format_iso8601(clock_.now()));
+}
+
 TEST_F(LifecycleTest, TenantRestrictedWorkerIsKeptToItsTenants) {
   // Given a worker restricted to tenant-a, we should offer it only tenant-a work: other
   // tenants' and global tasks are ineligible by "scope" and their claim is WORKER_SCOPE_DENY.

@@ -199,7 +199,8 @@ void SqliteTransaction::note_worker_success(const std::string& worker_id, double
   Prepared update(db_,
                   "UPDATE fleet_worker_capacity SET consecutive_failures=0, "
                   "circuit_state='CLOSED', circuit_open_until=0, updated_at=? "
-                  "WHERE worker_id=?");
+                  "WHERE worker_id=? AND (consecutive_failures<>0 OR circuit_state<>'CLOSED' "
+                  "OR circuit_open_until<>0)");
   update->bind(1, now);
   update->bind(2, worker_id);
   update->exec();
