@@ -2,7 +2,7 @@
 # the real executor with a Python agent profile, and the real worker binary; network faults go
 # through tests/support/fault_proxy.py.
 aios_integration_test(worker_e2e_tests worker/worker_e2e_test.cpp worker/crash_test.cpp
-  worker/rebind_e2e_test.cpp worker/service_manager_test.cpp worker/network_faults_test.cpp)
+  worker/rebind_e2e_test.cpp worker/network_faults_test.cpp)
 add_dependencies(worker_e2e_tests aios-agent-task-execution-rebind)
 add_dependencies(worker_e2e_tests aios-online-agent-worker aios-external-agent-executor)
 
