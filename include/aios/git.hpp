@@ -82,10 +82,11 @@ struct WorktreeChange {
 // that rewrites .git/config (core.worktree) cannot point the inspection elsewhere.
 class Worktree {
  public:
-  // Clones `authority_git_dir` into `directory` (which must not exist) with copied objects (no
-  // hardlinks into the authority), detaches HEAD at `oid`, checks its tree out, and removes the
-  // remote, so nothing in the clone leads back to the authority. GIT_OPERATION_FAILED, or
-  // GOVERNED_COMMIT_BASE_MISSING when `oid` is not a commit reachable in the authority.
+  // Makes `directory` (which must not exist) a new repository holding a pack of exactly the
+  // history of `oid` copied from `authority_git_dir` (no hardlinks into the authority), with
+  // HEAD detached at `oid`, its tree checked out, and no ref, remote or configuration leading
+  // back to the authority. GIT_OPERATION_FAILED, or GOVERNED_COMMIT_BASE_MISSING when `oid` is
+  // not a commit reachable from a ref of the authority.
   static void create(const std::filesystem::path& authority_git_dir, const std::string& oid,
                      const std::filesystem::path& directory);
 

@@ -1,9 +1,11 @@
-// The engineering worktree: a copied clone detached at the base commit, and the reads the
-// worker checks the backend's work with.
+// The engineering worktree: a repository holding a copy of the base commit's history, detached
+// at it, and the reads the worker checks the backend's work with.
 #include <git2.h>
 
+#include <algorithm>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "aios/error.hpp"
 #include "aios/git.hpp"
@@ -75,28 +77,67 @@ std::string create_repository(const std::filesystem::path& git_dir,
   return text_of(commit_id);
 }
 
+namespace {
+
+// The commits every ref of `repo` finally points at (refs that do not peel to one are skipped).
+std::vector<git_oid> ref_tips(git_repository* repo) {
+  std::vector<git_oid> tips;
+  git_reference_iterator* raw_iterator = nullptr;
+  check(git_reference_iterator_new(&raw_iterator, repo), "list refs");
+  const Handle<git_reference_iterator, git_reference_iterator_free> iterator(raw_iterator);
+  git_reference* raw = nullptr;
+  while (git_reference_next(&raw, iterator.get()) == 0) {
+    const RefHandle ref(raw);
+    git_object* peeled = nullptr;
+    if (git_reference_peel(&peeled, ref.get(), GIT_OBJECT_COMMIT) == 0) {
+      tips.push_back(*git_object_id(peeled));
+      git_object_free(peeled);
+    }
+  }
+  return tips;
+}
+
+}  // namespace
+
+// Not git_clone: libgit2 1.5 leaks a regex match (some 20 KiB) on every config lookup that does
+// not match, and a clone and its remote's removal make dozens, per task in a long-lived worker.
+// A pack of exactly the base's history, written into a fresh repository, copies no more and
+// leaves no remote or remote-tracking ref behind to remove.
 void Worktree::create(const std::filesystem::path& authority_git_dir, const std::string& oid,
                       const std::filesystem::path& directory) {
   keep_libgit2();
   const git_oid id = oid_of(oid);
-  git_clone_options options{};
-  check(git_clone_options_init(&options, GIT_CLONE_OPTIONS_VERSION), "clone options");
-  options.local = GIT_CLONE_LOCAL_NO_LINKS;
-  options.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
-  git_repository* raw = nullptr;
-  check(git_clone(&raw, authority_git_dir.c_str(), directory.c_str(), &options), "clone");
-  RepoHandle repo(raw);
+  git_repository* raw_authority = nullptr;
+  check(git_repository_open_bare(&raw_authority, authority_git_dir.c_str()), "open authority");
+  const RepoHandle authority(raw_authority);
   git_commit* raw_commit = nullptr;
-  if (git_commit_lookup(&raw_commit, repo.get(), &id) < 0) {
-    throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, oid);
-  }
-  const CommitHandle commit(raw_commit);
+  const auto tips = ref_tips(authority.get());
+  const bool reachable =
+      git_commit_lookup(&raw_commit, authority.get(), &id) == 0 &&
+      (std::any_of(tips.begin(), tips.end(),
+                   [&](const git_oid& tip) { return git_oid_equal(&tip, &id); }) ||
+       git_graph_reachable_from_any(authority.get(), &id, tips.data(), tips.size()) == 1);
+  git_commit_free(raw_commit);
+  if (!reachable) throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, oid);
+
+  git_repository* raw = nullptr;
+  check(git_repository_init(&raw, directory.c_str(), 0), "init worktree");
+  const RepoHandle repo(raw);
+  git_packbuilder* raw_builder = nullptr;
+  check(git_packbuilder_new(&raw_builder, authority.get()), "pack builder");
+  const Handle<git_packbuilder, git_packbuilder_free> builder(raw_builder);
+  git_revwalk* raw_walk = nullptr;
+  check(git_revwalk_new(&raw_walk, authority.get()), "revwalk");
+  const Handle<git_revwalk, git_revwalk_free> walk(raw_walk);
+  check(git_revwalk_push(walk.get(), &id), "revwalk push");
+  check(git_packbuilder_insert_walk(builder.get(), walk.get()), "pack history");
+  const auto packs = directory / ".git" / "objects" / "pack";
+  check(git_packbuilder_write(builder.get(), packs.c_str(), 0, nullptr, nullptr), "write pack");
   check(git_repository_set_head_detached(repo.get(), &id), "detach HEAD");
   git_checkout_options checkout{};
   check(git_checkout_options_init(&checkout, GIT_CHECKOUT_OPTIONS_VERSION), "checkout options");
   checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
   check(git_checkout_head(repo.get(), &checkout), "checkout");
-  check(git_remote_delete(repo.get(), "origin"), "remove remote");
 }
 
 Worktree::Worktree(const std::filesystem::path& directory) {

@@ -83,17 +83,15 @@ TEST_F(RepositoryTest, TheBranchMovesOnlyFromTheOidItWasExpectedAt) {
   EXPECT_FALSE(repo_.update_branch("main", base_, base_, "backwards from a stale oid"));
 }
 
-// Given a worktree cloned at the base, its HEAD should be the base with no remote leading back,
-// and every modification, addition and removal should be reported in path order.
+// Given a worktree made at the base, its HEAD should be the base with no ref leading back, and
+// every modification, addition and removal should be reported in path order.
 TEST_F(RepositoryTest, AWorktreeReportsEveryChangeAgainstItsBase) {
   const auto tree = dir_.path() / "tree";
   Worktree::create(git_dir(), base_, tree);
   Worktree worktree(tree);
   EXPECT_EQ(worktree.head(), base_);
   EXPECT_TRUE(worktree.has_object(base_));
-  for (const auto& [name, target] : worktree.references()) {
-    EXPECT_FALSE(name.starts_with("refs/remotes/")) << name;
-  }
+  EXPECT_TRUE(worktree.references().empty());
   EXPECT_TRUE(worktree.changes(base_).empty());
   write_text_file(tree / "a.md", "changed\n");
   write_text_file(tree / "new.md", "added\n");
@@ -105,8 +103,28 @@ TEST_F(RepositoryTest, AWorktreeReportsEveryChangeAgainstItsBase) {
   EXPECT_EQ(changes[1].path, "dir/b.md");
   EXPECT_TRUE(changes[1].removed);
   EXPECT_EQ(changes[2].path, "new.md");
+  // An unknown object, and a commit that no ref of the authority reaches, are both missing.
   EXPECT_EQ(code_of([&] { Worktree::create(git_dir(), std::string(40, 'f'), dir_.path() / "x"); }),
             "GOVERNED_COMMIT_BASE_MISSING");
+  const auto dangling = repo_.build_commit(base_, {{"d.md", false, "d"}}, "d", kAuthor);
+  EXPECT_EQ(code_of([&] { Worktree::create(git_dir(), dangling, dir_.path() / "y"); }),
+            "GOVERNED_COMMIT_BASE_MISSING");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "y"));
+}
+
+// Given a base behind its branch, the worktree should hold the base's history and nothing the
+// branch gained after it.
+TEST_F(RepositoryTest, AWorktreeAtAnAncestorCopiesOnlyItsHistory) {
+  const auto next = repo_.build_commit(base_, {{"n.md", false, "n"}}, "n", kAuthor);
+  ASSERT_TRUE(repo_.update_branch("main", next, base_, "advance"));
+  const auto tree = dir_.path() / "tree";
+  Worktree::create(git_dir(), base_, tree);
+  Worktree worktree(tree);
+  EXPECT_EQ(worktree.head(), base_);
+  EXPECT_TRUE(worktree.has_object(base_));
+  EXPECT_FALSE(worktree.has_object(next));
+  EXPECT_FALSE(std::filesystem::exists(tree / "n.md"));
+  EXPECT_EQ(read_text_file(tree / "a.md"), "a\n");
 }
 
 }  // namespace
