@@ -405,7 +405,7 @@ executor::ServeOptions serve_options(const std::filesystem::path& root,
 nlohmann::json exchange(const std::filesystem::path& root, const nlohmann::json& request,
                         std::chrono::milliseconds timeout, const executor::ExchangeKey& key);
 
-// The disposable self-test: a fresh repository with one commit, a clone detached at it under a
+// The disposable self-test: a fresh repository with one commit, a worktree detached at it under a
 // temporary worktree root, one request to `backend` asking it to change the file the fake
 // model edits, and the checks that a file changed while HEAD and every ref stayed at the base.
 // Returns {backend, base_oid, head_oid, changed_files, runtime_result}; throws

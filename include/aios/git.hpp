@@ -76,7 +76,7 @@ struct WorktreeChange {
   bool removed = false;  // present in the tree, gone from the worktree
 };
 
-// A disposable, non-bare clone of the authority repository for a backend to edit: the worker
+// A disposable, non-bare copy of the authority repository for a backend to edit: the worker
 // reads its state back through this class and trusts nothing the backend says about it. The
 // repository is always opened with its working directory forced to `directory`, so a backend
 // that rewrites .git/config (core.worktree) cannot point the inspection elsewhere.
@@ -99,7 +99,7 @@ class Worktree {
   std::optional<std::string> head();
   // Every ref (HEAD excepted) and the object it finally resolves to; "" when it dangles.
   std::map<std::string, std::string> references();
-  // True when `oid` names an object in this clone's object store.
+  // True when `oid` names an object in this worktree's object store.
   bool has_object(const std::string& oid);
   // Paths whose worktree content differs from commit `base`'s tree: modified, added (untracked
   // included, ignored files not) or removed, in path order. Type changes count as changes.
