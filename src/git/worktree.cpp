@@ -2,7 +2,6 @@
 // at it, and the reads the worker checks the backend's work with.
 #include <git2.h>
 
-#include <algorithm>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -112,11 +111,11 @@ void Worktree::create(const std::filesystem::path& authority_git_dir, const std:
   const RepoHandle authority(raw_authority);
   git_commit* raw_commit = nullptr;
   const auto tips = ref_tips(authority.get());
+  // libgit2 counts a tip as reachable from itself, so a base at a branch head needs no check
+  // of its own.
   const bool reachable =
       git_commit_lookup(&raw_commit, authority.get(), &id) == 0 &&
-      (std::any_of(tips.begin(), tips.end(),
-                   [&](const git_oid& tip) { return git_oid_equal(&tip, &id); }) ||
-       git_graph_reachable_from_any(authority.get(), &id, tips.data(), tips.size()) == 1);
+      git_graph_reachable_from_any(authority.get(), &id, tips.data(), tips.size()) == 1;
   git_commit_free(raw_commit);
   if (!reachable) throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, oid);
 
