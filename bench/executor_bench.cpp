@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "aios/canonical.hpp"
+#include "aios/environment.hpp"
 #include "aios/executor.hpp"
 #include "aios/sys.hpp"
 #include "executor/watch.hpp"
@@ -124,6 +125,7 @@ class ExecutorRig {
       options.root = dir_ / "exchange";
       options.execute.profile_root = dir_ / "profiles";
       options.execute.temporary_root = dir_ / "tmp";
+      options.execute.environment = &aios::system_environment();
       std::ofstream(dir_ / "exchange_result_key") << aios::random_hex(32) << '\n';
       options.key = aios::executor::ExchangeKey::from_file(dir_ / "exchange_result_key");
       server_ = std::make_unique<aios::executor::Server>(options);
