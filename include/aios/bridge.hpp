@@ -33,7 +33,7 @@ struct BridgeOptions {
   std::string committer_email = "governed-bridge@aios.invalid";
 };
 
-class Bridge {
+class Bridge final : public fleet::ClaimResolver {
  public:
   // `control_token` is the owner's bearer token; agents authenticate through `plane`.
   // Times (commit dates, leases) come from the store's clock; writer lease ids from the
@@ -56,6 +56,13 @@ class Bridge {
   // is written once per task, attempt, worker and execution digest.
   nlohmann::json resolve_envelope(const nlohmann::json& body, const Agent* agent);
 
+  // The same resolution for TaskPlane::claim_next, inside its transaction: what the worker's
+  // own resolve would ask for the task (its required capabilities, its persisted envelope
+  // unless deterministic), recorded for the attempt just claimed.
+  Resolved resolve(store::Transaction& tx, const store::TaskRow& row, const Agent& agent) override;
+  void record(store::Transaction& tx, const store::TaskRow& claimed, const std::string& worker_id,
+              const Resolved& resolved, const Agent& agent, const std::string& now_iso) override;
+
   // Agent holding the task lease: {task_id, lease_token, attempt, execution_digest} -> the
   // writer lease of the envelope's target branch. {201 new | 200 this attempt's lease again}.
   std::pair<int, nlohmann::json> acquire_writer_lease(const Agent& agent,
@@ -68,9 +75,12 @@ class Bridge {
 
  private:
   http::Response route(const http::Request& request);
-  void record_resolution(const std::string& task_id, const Agent* agent,
-                         const std::optional<TaskPlane::AgentHold>& hold,
-                         const nlohmann::json& resolved, const std::string& source);
+  static nlohmann::json required_of(const nlohmann::json& capabilities);
+  Resolved resolve_in(store::Transaction& tx, const store::TaskRow& row,
+                      const nlohmann::json& required, const nlohmann::json* execution,
+                      const Agent* agent);
+  static void record_in(store::Transaction& tx, const store::Resolution& resolution,
+                        const Resolved& resolved, const std::string& now_iso);
 
   store::Store& store_;
   TaskPlane& plane_;

@@ -9,10 +9,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +29,7 @@ namespace aios {
 namespace fleet {
 class TaskFactsCache;
 class TaskViewCache;
+struct WorkerState;
 }  // namespace fleet
 
 struct TaskPlaneOptions {
@@ -50,6 +55,11 @@ struct Eligibility {
 };
 
 namespace fleet {
+
+// The release class of a worker that refuses a task it claimed (its envelope did not validate
+// on the worker): the task goes back and the worker skips it for the quarantine period, but the
+// refusal does not count against the worker's circuit.
+inline constexpr std::string_view kRefusedReleaseClass = "envelope_refused";
 
 // What an agent shows to act for one attempt: its lease token, the attempt and the envelope
 // digest it works on. Parsed from the body's lease_token, attempt and execution_digest
@@ -83,6 +93,24 @@ struct FencedTask {
 };
 FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id, const Agent& agent,
                          const LeaseProof& proof, TimePoint now);
+
+// Resolves the execution envelope of a task claim_next offers, inside the claim's transaction,
+// so the claim answers with the envelope the worker runs (the Bridge does: a registered plan
+// wins). resolve() reads only and throws aios::Error to pass the candidate over; record() writes
+// its audit row for the attempt just claimed.
+class ClaimResolver {
+ public:
+  struct Resolved {
+    nlohmann::json envelope;
+    std::string source;
+  };
+  virtual ~ClaimResolver() = default;
+  virtual Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
+                           const Agent& agent) = 0;
+  virtual void record(store::Transaction& tx, const store::TaskRow& claimed,
+                      const std::string& worker_id, const Resolved& resolved, const Agent& agent,
+                      const std::string& now_iso) = 0;
+};
 
 }  // namespace fleet
 
@@ -134,8 +162,19 @@ class TaskPlane {
   std::string poll_text(const Agent& agent, const nlohmann::json& body);
   // Agent: {worker_id, expected_revision, execution_digest} -> claim with a new lease token.
   nlohmann::json claim(const Agent& agent, const std::string& task_id, const nlohmann::json& body);
-  // Rank, then offer one candidate at a time to the claim CAS; nullopt when none is claimable.
-  std::optional<nlohmann::json> claim_next(const Agent& agent, const std::string& worker_id);
+  // The next task this worker may take, claimed in one transaction: the poll's ranking and
+  // eligibility, the claim's CAS, reservation and TASK_CLAIMED event together, as a queue's
+  // SKIP LOCKED fetch does. With a resolver the answer also holds "envelope" (and a candidate
+  // whose envelope does not resolve is passed over). nullopt when none is claimable now,
+  // including when the worker is full, quarantined or its circuit is open. `liveness`: the call
+  // is the worker's own (a long poll's retries on its behalf are not a sign of life).
+  std::optional<nlohmann::json> claim_next(const Agent& agent, const std::string& worker_id,
+                                           fleet::ClaimResolver* resolver = nullptr,
+                                           bool liveness = true);
+  // Called after every committed transition that can make a task claimable for some worker
+  // (a task created, released, requeued, a slot freed, a worker changed); set once before
+  // serving. The long poll (ClaimWaiters) is woken by it.
+  void on_queue_change(std::function<void()> listener);
   nlohmann::json heartbeat(const Agent& agent, const std::string& task_id,
                            const nlohmann::json& body);
   std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,
@@ -176,6 +215,29 @@ class TaskPlane {
   TaskPlaneOptions options_;
   std::unique_ptr<fleet::TaskFactsCache> facts_;
   std::unique_ptr<fleet::TaskViewCache> views_;
+  std::function<void()> queue_changed_;
+  void queue_changed() const;
+
+  // Logs TASK_ENVELOPE_UNRESOLVED for a candidate claim_next passed over.
+  void note_unresolved(const store::TaskRow& row, const std::string& worker_id, const Error& error);
+  static constexpr std::size_t kMaxUnresolvedLogged = 1024;
+  std::mutex unresolved_mutex_;
+  std::set<std::pair<std::string, std::int64_t>> unresolved_logged_;
+
+  // What a new claim is given: the time it is made and its secrets, drawn before the
+  // transaction so a re-run body hands out the same ones.
+  struct ClaimGrant {
+    double now = 0;
+    std::string now_iso;
+    TimePoint expires;
+    std::string lease_token;
+    std::string claim_id;
+  };
+  ClaimGrant new_grant();
+  // The claim CAS of an eligible QUEUED `row` for `worker`, its reservation and TASK_CLAIMED
+  // event, in the caller's transaction; the claim's answer.
+  nlohmann::json commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,
+                              store::TaskRow row, const Agent& agent, const ClaimGrant& grant);
 };
 
 }  // namespace aios

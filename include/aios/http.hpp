@@ -17,14 +17,17 @@
 //   HTTP_UPSTREAM_UNAVAILABLE (502)  the peer refused, reset or closed the connection
 //   HTTP_UPSTREAM_RESPONSE_INVALID (502) the peer's answer is not HTTP/1.1 or is too large
 //   HTTP_UPSTREAM_TIMEOUT (503)      the peer did not answer within the client timeout
+//   HTTP_CLIENT_CANCELLED (503)      the caller gave up a request while it waited
 //   INTERNAL_ERROR (500)             a handler threw something other than aios::Error
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -68,11 +71,46 @@ struct Request {
 // (Content-Type, Content-Length, Transfer-Encoding, Connection, Cache-Control). Statuses 204
 // and 304 are sent without a body, Content-Type or Content-Length; an answer to HEAD keeps its
 // headers and drops the body.
+class Later;
+
 struct Response {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers, sent in order
+  // Set: the answer comes later, through this (see Later); the other fields are ignored.
+  std::shared_ptr<Later> later;
+};
+
+// An answer a handler gives after it has returned (a long poll): the handler keeps a Later,
+// returns Response{.later = it} and calls complete() from any thread when the answer is
+// known; the connection sends it then, holding no io thread meanwhile. Only the first
+// complete() counts. A Later dropped without one answers 500 INTERNAL_ERROR, so no connection
+// waits on a forgotten answer. The owner of a waiting Later must complete it before the server
+// stops, or stop() waits out its drain_timeout for it.
+class Later {
+ public:
+  Later() = default;
+  ~Later();
+  Later(const Later&) = delete;
+  Later& operator=(const Later&) = delete;
+
+  void complete(Response response);
+  // True once the peer closed its connection while it waited: nobody reads the answer, so a
+  // long poll should give up rather than act (claim) for it. Any thread.
+  bool abandoned() const { return abandoned_.load(); }
+
+  // For the server: where the answer goes (called at once when complete() came first), and
+  // the peer's going away.
+  void on_complete(std::function<void(Response)> sink);
+  void abandon() { abandoned_ = true; }
+
+ private:
+  std::atomic<bool> abandoned_{false};
+  std::mutex mutex_;
+  std::function<void(Response)> sink_;
+  std::unique_ptr<Response> early_;
+  bool done_ = false;
 };
 
 // `body` dumped compactly (nlohmann's dump(): object keys in sorted order, no spaces).
@@ -223,9 +261,12 @@ class Connection final {
 };
 
 // One request on a new connection, closed afterwards. `url` as for parse_http_url; its
-// target is sent. Throws as parse_http_url and Connection::request.
+// target is sent. Throws as parse_http_url and Connection::request, and HTTP_CLIENT_CANCELLED
+// when `cancel` turns true while it waits (seen within 50 ms; the connection is closed, so a
+// long poll's server sees its client go).
 ClientResponse request(std::string_view method, std::string_view url, std::string_view bearer_token,
-                       std::string_view body, std::chrono::milliseconds timeout);
+                       std::string_view body, std::chrono::milliseconds timeout,
+                       const std::atomic<bool>* cancel = nullptr);
 
 // The seam for code that calls another service by URL (the worker's Task API and Bridge
 // clients, the rebind service's Bridge resolver): part of the environment bundle
@@ -237,6 +278,15 @@ class Transport {
   virtual ClientResponse request(std::string_view method, std::string_view url,
                                  std::string_view bearer_token, std::string_view body,
                                  std::chrono::milliseconds timeout) = 0;
+  // As request(), given up with HTTP_CLIENT_CANCELLED once `cancel` turns true (a worker's
+  // stop during its long poll). A transport that cannot wait answers as request() does.
+  virtual ClientResponse cancellable_request(std::string_view method, std::string_view url,
+                                             std::string_view bearer_token, std::string_view body,
+                                             std::chrono::milliseconds timeout,
+                                             const std::atomic<bool>& cancel) {
+    (void)cancel;
+    return request(method, url, bearer_token, body, timeout);
+  }
 };
 
 // One new connection per request (request() above).
@@ -246,6 +296,12 @@ class SystemTransport final : public Transport {
                          std::string_view bearer_token, std::string_view body,
                          std::chrono::milliseconds timeout) override {
     return http::request(method, url, bearer_token, body, timeout);
+  }
+  ClientResponse cancellable_request(std::string_view method, std::string_view url,
+                                     std::string_view bearer_token, std::string_view body,
+                                     std::chrono::milliseconds timeout,
+                                     const std::atomic<bool>& cancel) override {
+    return http::request(method, url, bearer_token, body, timeout, &cancel);
   }
 };
 

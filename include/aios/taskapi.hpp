@@ -6,10 +6,14 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "aios/fleet.hpp"
 #include "aios/http.hpp"
@@ -40,10 +44,74 @@ class TaskApiMetrics {
   std::atomic<std::uint64_t> expired_{0};
 };
 
+// The long polls of POST /v1/tasks/claim-next: each waits, holding no io thread, until the
+// plane reports a transition that can make a task claimable (TaskPlane::on_queue_change) or the
+// periodic recheck runs (which catches what the plane cannot see: a rebind from another
+// process, a quarantine or circuit cooldown running out), and then claims; at its deadline it
+// is answered with no claim. One thread claims for every waiter, oldest first. Thread-safe.
+class ClaimWaiters {
+ public:
+  // The claim_next answer (nullopt: none by the deadline) or the error that ended the wait.
+  using Answer = std::function<void(std::optional<nlohmann::json> claim, const Error* error)>;
+
+  ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver, std::chrono::milliseconds recheck);
+  ~ClaimWaiters();  // stop()
+  ClaimWaiters(const ClaimWaiters&) = delete;
+  ClaimWaiters& operator=(const ClaimWaiters&) = delete;
+
+  // `gone` says the caller went away: then the waiter is answered (unheard) without a claim.
+  void wait(const Agent& agent, std::string worker_id,
+            std::chrono::steady_clock::time_point deadline, std::function<bool()> gone,
+            Answer answer);
+  // Something may have become claimable: every waiter tries again now.
+  void notify();
+  // Answers every waiter with no claim and refuses new ones (each is answered at once).
+  // Idempotent.
+  void stop();
+  std::size_t waiting();
+
+ private:
+  struct Waiter {
+    Agent agent;
+    std::string worker_id;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<bool()> gone;
+    Answer answer;
+  };
+  void run();
+  // Claims for each waiter; true when it is done with (answered).
+  bool settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now);
+
+  TaskPlane& plane_;
+  fleet::ClaimResolver* resolver_;
+  std::chrono::milliseconds recheck_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Waiter> waiters_;
+  std::size_t in_hand_ = 0;  // waiters the thread is settling outside the lock
+  bool changed_ = false;
+  bool arrived_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 class TaskApi {
  public:
-  // `control_token` is the owner's bearer token (at least 32 characters).
-  TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics);
+  // The longest wait_ms a claim-next may ask for.
+  static constexpr std::int64_t kMaxClaimWaitMs = 30000;
+
+  // `control_token` is the owner's bearer token (at least 32 characters). With a resolver (the
+  // Bridge), a claim-next answers with the envelope it resolves, as the Bridge's own route
+  // would; without one the claim carries none. `claim_recheck`: ClaimWaiters' recheck.
+  TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics,
+          fleet::ClaimResolver* resolver = nullptr,
+          std::chrono::milliseconds claim_recheck = std::chrono::milliseconds(1000));
+  ~TaskApi();
+  TaskApi(const TaskApi&) = delete;
+  TaskApi& operator=(const TaskApi&) = delete;
+
+  // Answers every waiting claim-next (no claim) before the listener stops.
+  void stop_waiting();
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
@@ -52,10 +120,13 @@ class TaskApi {
 
  private:
   http::Response route(const http::Request& request, std::string& route_name);
+  http::Response claim_next(const Agent& agent, const nlohmann::json& body);
 
   TaskPlane& plane_;
   std::string control_token_;
   TaskApiMetrics& metrics_;
+  fleet::ClaimResolver* resolver_;
+  ClaimWaiters waiters_;
 };
 
 }  // namespace aios

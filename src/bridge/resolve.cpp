@@ -25,9 +25,7 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
                                ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string task_id = bridge::task_id_of(body);
   if (!body.contains("required_capabilities")) fail(ErrorCode::REQUEST_FIELDS_INVALID);
-  const auto required = envelope::normalize_capability_list(
-      body["required_capabilities"], ErrorCode::REQUIRED_CAPABILITIES_INVALID,
-      ErrorCode::REQUIRED_CAPABILITIES_INVALID);
+  const auto required = required_of(body["required_capabilities"]);
   // An agent learns an envelope only for a task its worker holds or could claim now: the
   // documented poll, resolve, claim flow, and nothing about the rest of the queue.
   std::optional<TaskPlane::AgentHold> hold;
@@ -35,71 +33,100 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
     hold = plane_.agent_hold(*agent, task_id);
     if (!hold) fail(ErrorCode::TASK_NOT_FOUND);
   }
-  nlohmann::json resolved;
-  std::string source;
+  Resolved resolved;
   store_.read([&](store::Transaction& tx) {
-    const auto row = fleet::load_existing_task(tx, task_id);
-    const auto persisted = fleet::execution_of(row);
-    // An agent sees only envelopes its grant could ever execute.
-    if (agent != nullptr && !has_capabilities(agent->granted_capabilities,
-                                              persisted.value("capability_scope", required))) {
-      fail(ErrorCode::TASK_NOT_FOUND);
+    resolved = resolve_in(tx, fleet::load_existing_task(tx, task_id), required,
+                          body.contains("execution") ? &body["execution"] : nullptr, agent);
+  });
+  const std::string actor = agent != nullptr ? agent->agent_id : bridge::kOwnerActor;
+  const store::Resolution resolution{task_id, actor, hold ? hold->attempt : 0,
+                                     hold ? std::optional(hold->worker_id) : std::nullopt,
+                                     resolved.envelope["execution_digest"]};
+  bool seen = false;
+  store_.read([&](store::Transaction& tx) { seen = tx.resolution_recorded(resolution); });
+  if (!seen) {
+    const std::string now = format_iso8601(store_.now());
+    store_.write([&](store::Transaction& tx) { record_in(tx, resolution, resolved, now); });
+  }
+  return std::move(resolved.envelope);
+}
+
+fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const store::TaskRow& row,
+                                               const Agent& agent) {
+  // What the worker's own resolve sent: the task's required capabilities and, unless the task
+  // is deterministic (its plan is re-resolved), its persisted envelope to replay.
+  const auto persisted = fleet::execution_of(row);
+  const auto required =
+      required_of(fleet::parse_column(row.required_capabilities_json, nlohmann::json::array()));
+  const bool replay = persisted.value("action", "") != "deterministic";
+  return resolve_in(tx, row, required, replay ? &persisted : nullptr, &agent);
+}
+
+void Bridge::record(store::Transaction& tx, const store::TaskRow& claimed,
+                    const std::string& worker_id, const Resolved& resolved, const Agent& agent,
+                    const std::string& now_iso) {
+  record_in(tx,
+            {claimed.task_id, agent.agent_id, claimed.attempt, worker_id,
+             resolved.envelope["execution_digest"]},
+            resolved, now_iso);
+}
+
+nlohmann::json Bridge::required_of(const nlohmann::json& capabilities) {
+  return envelope::normalize_capability_list(capabilities, ErrorCode::REQUIRED_CAPABILITIES_INVALID,
+                                             ErrorCode::REQUIRED_CAPABILITIES_INVALID);
+}
+
+fleet::ClaimResolver::Resolved Bridge::resolve_in(store::Transaction& tx, const store::TaskRow& row,
+                                                  const nlohmann::json& required,
+                                                  const nlohmann::json* execution,
+                                                  const Agent* agent) {
+  const auto persisted = fleet::execution_of(row);
+  // An agent sees only envelopes its grant could ever execute.
+  if (agent != nullptr && !has_capabilities(agent->granted_capabilities,
+                                            persisted.value("capability_scope", required))) {
+    fail(ErrorCode::TASK_NOT_FOUND);
+  }
+  const auto binding = bridge::binding_of(row);
+  Resolved resolved;
+  if (const auto plan = bridge::load_plan(tx, row.task_id)) {
+    resolved = {project_execution_envelope(binding, plan->request, required), "registered_plan"};
+  } else if (execution != nullptr) {
+    resolved = {validate_execution_envelope(*execution, {.binding = &binding}), "persisted_replay"};
+    if (canonical_json(resolved.envelope) != canonical_json(persisted)) {
+      fail(ErrorCode::EXECUTION_REPLAY_MISMATCH);
     }
-    const auto binding = bridge::binding_of(row);
-    if (const auto plan = bridge::load_plan(tx, task_id)) {
-      resolved = project_execution_envelope(binding, plan->request, required);
-      source = "registered_plan";
-    } else if (body.contains("execution")) {
-      resolved = validate_execution_envelope(body["execution"], {.binding = &binding});
-      if (canonical_json(resolved) != canonical_json(persisted)) {
-        fail(ErrorCode::EXECUTION_REPLAY_MISMATCH);
-      }
-      if (resolved["action"] == "deterministic") fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
-      // An engineering envelope's verification list is the allowlist the worker reruns the
-      // backend's requests against, so it passes the same executable allowlist as a plan's.
-      if (resolved["action"] == "engineering") {
-        bridge::check_verification_allowed(resolved, options_.verification_executables);
-      }
-      check_scope_holds(resolved, required);
-      source = "persisted_replay";
-    } else if (persisted.value("action", "") == "deterministic") {
-      resolved = validate_execution_envelope(persisted, {.binding = &binding});
-      bridge::check_verification_allowed(resolved, options_.verification_executables);
-      check_scope_holds(resolved, required);
-      source = "task_plan";
-    } else {
+    if (resolved.envelope["action"] == "deterministic") {
       fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
     }
-  });
-  record_resolution(task_id, agent, hold, resolved, source);
+    // An engineering envelope's verification list is the allowlist the worker reruns the
+    // backend's requests against, so it passes the same executable allowlist as a plan's.
+    if (resolved.envelope["action"] == "engineering") {
+      bridge::check_verification_allowed(resolved.envelope, options_.verification_executables);
+    }
+    check_scope_holds(resolved.envelope, required);
+  } else if (persisted.value("action", "") == "deterministic") {
+    resolved = {validate_execution_envelope(persisted, {.binding = &binding}), "task_plan"};
+    bridge::check_verification_allowed(resolved.envelope, options_.verification_executables);
+    check_scope_holds(resolved.envelope, required);
+  } else {
+    fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
+  }
   return resolved;
 }
 
-void Bridge::record_resolution(const std::string& task_id, const Agent* agent,
-                               const std::optional<TaskPlane::AgentHold>& hold,
-                               const nlohmann::json& resolved, const std::string& source) {
+void Bridge::record_in(store::Transaction& tx, const store::Resolution& resolution,
+                       const Resolved& resolved, const std::string& now_iso) {
   // Once per task, attempt, worker and digest: a worker that resolves on every poll writes
   // nothing new, and the audit still shows each worker and attempt that saw the envelope.
-  const std::string actor = agent != nullptr ? agent->agent_id : bridge::kOwnerActor;
-  const nlohmann::json worker = hold ? nlohmann::json(hold->worker_id) : nlohmann::json(nullptr);
-  const std::int64_t attempt = hold ? hold->attempt : 0;
-  const std::string digest = resolved["execution_digest"];
-  const store::Resolution resolution{task_id, actor, attempt,
-                                     hold ? std::optional(hold->worker_id) : std::nullopt, digest};
-  bool seen = false;
-  store_.read([&](store::Transaction& tx) { seen = tx.resolution_recorded(resolution); });
-  if (seen) return;
-  const std::string now = format_iso8601(store_.now());
-  store_.write([&](store::Transaction& tx) {
-    if (tx.resolution_recorded(resolution)) return;
-    tx.append_event(task_id, "BRIDGE_ENVELOPE_RESOLVED", actor,
-                    {{"execution_digest", digest},
-                     {"action", resolved["action"]},
-                     {"source", source},
-                     {"attempt", attempt},
-                     {"worker_id", worker}},
-                    now);
-  });
+  if (tx.resolution_recorded(resolution)) return;
+  tx.append_event(resolution.task_id, "BRIDGE_ENVELOPE_RESOLVED", resolution.actor,
+                  {{"execution_digest", resolution.execution_digest},
+                   {"action", resolved.envelope["action"]},
+                   {"source", resolved.source},
+                   {"attempt", resolution.attempt},
+                   {"worker_id", resolution.worker_id ? nlohmann::json(*resolution.worker_id)
+                                                      : nlohmann::json(nullptr)}},
+                  now_iso);
 }
 
 }  // namespace aios

@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <iterator>
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
+#include "aios/log.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
@@ -28,6 +30,17 @@ const fleet::WorkerState& own_worker(const std::optional<fleet::WorkerState>& wo
 bool liveness_due(const fleet::WorkerState& worker, double now) {
   return now - worker.last_seen >= kLivenessGranularity || now < worker.last_seen;
 }
+
+// The claim itself is a liveness signal, so "offline" never refuses the claimant.
+fleet::WorkerState claimant(const fleet::WorkerState& worker, double now) {
+  auto live = worker;
+  live.last_seen = now;
+  return live;
+}
+
+// How many eligible tasks one claim_next holds in hand: more than the few whose envelope may
+// fail to resolve, few enough that a long queue is not copied.
+constexpr std::size_t kClaimCandidates = 16;
 
 std::string worker_id_of(const nlohmann::json& body) {
   const auto& id = envelope::get_or(body, "worker_id", kNull);
@@ -119,103 +132,164 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
     fail(ErrorCode::EXECUTION_DIGEST_INVALID);
   }
-  const auto now_point = store_.now();
-  const double now = to_epoch_seconds(now_point);
-  const std::string now_iso = format_iso8601(now_point);
-  const auto expires = now_point + options_.lease;
-  const std::string lease_token = environment_.random.hex(32);
-  const std::string claim_id = "claim-" + environment_.random.hex(16);
+  const ClaimGrant grant = new_grant();
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
-    const auto worker = own_worker(fleet::load_worker(tx, worker_id, now), agent);
+    const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
     auto row = fleet::load_existing_task(tx, task_id);
     if (row.status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
     if (row.revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
     const auto facts = facts_->get(row);
     if (facts.execution_digest != digest_value) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
     if (row.attempt >= row.max_attempts) fail(ErrorCode::TASK_ATTEMPTS_EXHAUSTED);
-    // The claim itself is a liveness signal, so "offline" never refuses the claimant.
-    auto live = worker;
-    live.last_seen = now;
     const auto reasons = fleet::ineligibility_reasons(
-        live, row, facts, tx.task_quarantined(task_id, worker_id, now), now, options_);
+        claimant(worker, grant.now), row, facts, tx.task_quarantined(task_id, worker_id, grant.now),
+        grant.now, options_);
     if (!reasons.empty()) fail(fleet::reason_code(reasons.front()));
-
-    const auto previous_revision = row.revision;
-    row.status = "CLAIMED";
-    row.attempt += 1;
-    row.revision += 1;
-    row.claimed_by = worker_id;
-    row.claim_id = claim_id;
-    row.lease_token_hash = sha256_hex(lease_token);
-    row.lease_expires_at = format_iso8601(expires);
-    row.updated_at = now_iso;
-    if (!tx.update_task(row, previous_revision, row.lease_generation)) {
-      fail(ErrorCode::TASK_REVISION_CONFLICT);
-    }
-
-    // The fleet reservation is bound to the claim in the same transaction as the CAS, so a
-    // failed claim leaves no reservation behind and a slot is never double-booked.
-    tx.insert_claim({.claim_id = claim_id,
-                     .reservation_id = "reservation-" + claim_id.substr(6),
-                     .task_id = task_id,
-                     .worker_id = worker_id,
-                     .agent_id = agent.agent_id,
-                     .attempt = row.attempt,
-                     .task_revision = previous_revision,
-                     .scope_key = row.scope_key,
-                     .failure_domain = worker.failure_domain,
-                     .max_slots = worker.max_slots,
-                     .score = static_cast<double>(row.seq),
-                     .lease_expires_at = to_epoch_seconds(expires),
-                     .now = now,
-                     .created_at = now_iso});
-    if (liveness_due(worker, now)) tx.touch_worker(worker_id, now);
-    tx.append_event(task_id, "TASK_CLAIMED", agent.agent_id,
-                    {{"claim_id", claim_id},
-                     {"worker_id", worker_id},
-                     {"attempt", row.attempt},
-                     {"revision", row.revision},
-                     {"execution_digest", digest_value},
-                     {"lease_expires_at", row.lease_expires_at}},
-                    now_iso);
-    response = {{"task_id", task_id},
-                {"claim_id", claim_id},
-                {"lease_token", lease_token},
-                {"lease_expires_at", row.lease_expires_at},
-                {"attempt", row.attempt},
-                {"revision", row.revision},
-                {"execution_digest", digest_value}};
+    response = commit_claim(tx, worker, row, agent, grant);
   });
   environment_.faults.point("scheduler_claim_committed");
   return response;
 }
 
 std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
-                                                    const std::string& worker_id) {
-  const auto candidates = poll(agent, {{"worker_id", worker_id}, {"limit", 100}})["tasks"];
-  for (const auto& task : candidates) {
-    try {
-      return claim(agent, task["task_id"],
-                   {{"worker_id", worker_id},
-                    {"expected_revision", task["revision"]},
-                    {"execution_digest", task["execution_digest"]}});
-    } catch (const Error& error) {
-      // The claim is the security oracle for one candidate at a time: a refusal that concerns
-      // this task moves on to the next; one that concerns the worker ends the attempt.
-      if (error.is_any({ErrorCode::TASK_NOT_CLAIMABLE, ErrorCode::TASK_REVISION_CONFLICT,
-                        ErrorCode::FLEET_TASK_QUARANTINED,
-                        ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH})) {
-        continue;
-      }
-      if (error.is_any(
-              {ErrorCode::FLEET_WORKER_CAPACITY_EXHAUSTED, ErrorCode::FLEET_WORKER_CIRCUIT_OPEN})) {
-        return std::nullopt;
-      }
-      throw;
+                                                    const std::string& worker_id,
+                                                    fleet::ClaimResolver* resolver, bool liveness) {
+  if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
+  const ClaimGrant grant = new_grant();
+  std::optional<nlohmann::json> response;
+  store_.write([&](store::Transaction& tx) {
+    response.reset();
+    const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
+    const auto live = claimant(worker, grant.now);
+    // A worker that can take nothing now is answered before the queue is read.
+    if (!fleet::open_for_claims(live, grant.now)) {
+      if (liveness && liveness_due(worker, grant.now)) tx.touch_worker(worker_id, grant.now);
+      return;
     }
+    // Candidates in the poll's order: a retry goes to another failure domain first.
+    const auto failed_here = tx.tasks_failed_in_domain(worker.failure_domain);
+    std::vector<store::TaskRow> first;
+    std::vector<store::TaskRow> deferred;
+    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+      if (row.attempt < row.max_attempts &&
+          fleet::ineligibility_reasons(live, row, facts_->get(row), false, grant.now, options_)
+              .empty() &&
+          !tx.task_quarantined(row.task_id, worker_id, grant.now)) {
+        auto& list = failed_here.contains(row.task_id) ? deferred : first;
+        if (list.size() < kClaimCandidates) list.push_back(row);
+      }
+      return first.size() < kClaimCandidates;
+    });
+    std::move(deferred.begin(), deferred.end(), std::back_inserter(first));
+    for (const auto& row : first) {
+      std::optional<fleet::ClaimResolver::Resolved> resolved;
+      if (resolver != nullptr) {
+        try {
+          resolved = resolver->resolve(tx, row, agent);
+          // Another digest than the task's (a plan registered since, awaiting the owner's
+          // rebind) is one the worker would refuse: the task is left QUEUED for the rebind.
+          if (resolved->envelope.value("execution_digest", "") !=
+              facts_->get(row).execution_digest) {
+            throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
+          }
+        } catch (const Error& error) {
+          note_unresolved(row, worker_id, error);
+          continue;
+        }
+      }
+      auto claimed = commit_claim(tx, worker, row, agent, grant);
+      if (resolved) {
+        auto claimed_row = row;
+        claimed_row.attempt += 1;
+        resolver->record(tx, claimed_row, worker_id, *resolved, agent, grant.now_iso);
+        claimed["envelope"] = std::move(resolved->envelope);
+        // The binding the worker checks the envelope against, as the task persisted it.
+        claimed["execution"] = fleet::execution_of(row);
+      }
+      response = std::move(claimed);
+      return;
+    }
+    if (liveness && liveness_due(worker, grant.now)) tx.touch_worker(worker_id, grant.now);
+  });
+  if (response) environment_.faults.point("scheduler_claim_committed");
+  return response;
+}
+
+void TaskPlane::note_unresolved(const store::TaskRow& row, const std::string& worker_id,
+                                const Error& error) {
+  // Once per task revision: a long poll retries the same candidate every second.
+  {
+    const std::lock_guard lock(unresolved_mutex_);
+    if (unresolved_logged_.size() >= kMaxUnresolvedLogged) unresolved_logged_.clear();
+    if (!unresolved_logged_.emplace(row.task_id, row.revision).second) return;
   }
-  return std::nullopt;
+  log::warn("TASK_ENVELOPE_UNRESOLVED",
+            {{"task_id", row.task_id}, {"worker_id", worker_id}, {"error", error.code()}});
+}
+
+void TaskPlane::on_queue_change(std::function<void()> listener) {
+  queue_changed_ = std::move(listener);
+}
+
+void TaskPlane::queue_changed() const {
+  if (queue_changed_) queue_changed_();
+}
+
+TaskPlane::ClaimGrant TaskPlane::new_grant() {
+  const auto now = store_.now();
+  return {.now = to_epoch_seconds(now),
+          .now_iso = format_iso8601(now),
+          .expires = now + options_.lease,
+          .lease_token = environment_.random.hex(32),
+          .claim_id = "claim-" + environment_.random.hex(16)};
+}
+
+nlohmann::json TaskPlane::commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,
+                                       store::TaskRow row, const Agent& agent,
+                                       const ClaimGrant& grant) {
+  const auto previous_revision = row.revision;
+  const std::string digest = facts_->get(row).execution_digest;
+  row.status = "CLAIMED";
+  row.attempt += 1;
+  row.revision += 1;
+  row.claimed_by = worker.worker_id;
+  row.claim_id = grant.claim_id;
+  row.lease_token_hash = sha256_hex(grant.lease_token);
+  row.lease_expires_at = format_iso8601(grant.expires);
+  row.updated_at = grant.now_iso;
+  if (!tx.update_task(row, previous_revision, row.lease_generation)) {
+    fail(ErrorCode::TASK_REVISION_CONFLICT);
+  }
+  // The fleet reservation is bound to the claim in the same transaction as the CAS, so a
+  // failed claim leaves no reservation behind and a slot is never double-booked.
+  tx.insert_claim({.claim_id = grant.claim_id,
+                   .reservation_id = "reservation-" + grant.claim_id.substr(6),
+                   .task_id = row.task_id,
+                   .worker_id = worker.worker_id,
+                   .agent_id = agent.agent_id,
+                   .attempt = row.attempt,
+                   .task_revision = previous_revision,
+                   .scope_key = row.scope_key,
+                   .failure_domain = worker.failure_domain,
+                   .max_slots = worker.max_slots,
+                   .score = static_cast<double>(row.seq),
+                   .lease_expires_at = to_epoch_seconds(grant.expires),
+                   .now = grant.now,
+                   .created_at = grant.now_iso});
+  if (liveness_due(worker, grant.now)) tx.touch_worker(worker.worker_id, grant.now);
+  tx.append_event(row.task_id, "TASK_CLAIMED", agent.agent_id,
+                  {{"claim_id", grant.claim_id},
+                   {"worker_id", worker.worker_id},
+                   {"attempt", row.attempt},
+                   {"revision", row.revision},
+                   {"execution_digest", digest},
+                   {"lease_expires_at", row.lease_expires_at}},
+                  grant.now_iso);
+  return {{"task_id", row.task_id},           {"claim_id", grant.claim_id},
+          {"lease_token", grant.lease_token}, {"lease_expires_at", row.lease_expires_at},
+          {"attempt", row.attempt},           {"revision", row.revision},
+          {"execution_digest", digest}};
 }
 
 std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,

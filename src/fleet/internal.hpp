@@ -78,6 +78,10 @@ std::vector<std::string> ineligibility_reasons(const WorkerState& worker,
                                                const TaskPlaneOptions& options);
 ErrorCode reason_code(const std::string& reason);
 
+// False when `worker` can take no task at all now: quarantined, its circuit open, or every slot
+// used (the worker-level reasons of ineligibility_reasons).
+bool open_for_claims(const WorkerState& worker, double now);
+
 // A worker failure for its circuit, shared by release, lease expiry and the direct call.
 void note_worker_failure(store::Transaction& tx, const std::string& worker_id, double now,
                          int threshold, std::chrono::seconds cooldown);

@@ -204,6 +204,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                       canonical_json(response), now_iso});
   });
   if (status == 201) environment_.faults.point("scheduler_result_committed");
+  if (status == 201) queue_changed();  // the claim's slot is free
   return {status, response};
 }
 
@@ -225,8 +226,12 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
     auto row = fleet::load_existing_task(tx, task_id);
     fleet::check_lease(tx, row, agent, token, now);
     const double now_s = to_epoch_seconds(now);
-    fleet::note_worker_failure(tx, row.claimed_by, now_s, options_.circuit_threshold,
-                               options_.circuit_cooldown);
+    // A worker that refuses what it was handed did not fail at running it: its circuit is
+    // left alone, and the quarantine below still keeps it from taking the task straight back.
+    if (failure_class.get_ref<const std::string&>() != fleet::kRefusedReleaseClass) {
+      fleet::note_worker_failure(tx, row.claimed_by, now_s, options_.circuit_threshold,
+                                 options_.circuit_cooldown);
+    }
     quarantine_task_for_worker(tx, row, failure_class, now_s, options_.task_quarantine);
     const std::string worker_id = return_to_queue(tx, row, "RELEASED", now);
     tx.append_event(task_id, "TASK_RELEASED", agent.agent_id,
@@ -238,6 +243,7 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
                     now_iso);
     view = fleet::view_of(row);
   });
+  queue_changed();
   return view;
 }
 
@@ -277,6 +283,7 @@ nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::jso
                     now_iso);
     view = fleet::view_of(row);
   });
+  queue_changed();
   return view;
 }
 
@@ -308,6 +315,7 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
     tx.append_event(task_id, "TASK_CANCELLED", "owner-control", {{"reason", reason}}, now_iso);
     view = fleet::view_of(row);
   });
+  queue_changed();
   return view;
 }
 
@@ -352,6 +360,7 @@ nlohmann::json TaskPlane::revoke_agent_token(const std::string& agent_id) {
   });
   log::info("AGENT_TOKEN_REVOKED",
             {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
+  queue_changed();
   return answer;
 }
 
@@ -368,6 +377,7 @@ nlohmann::json TaskPlane::rotate_agent_token(const std::string& agent_id) {
   });
   log::info("AGENT_TOKEN_ROTATED",
             {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
+  queue_changed();
   return answer;
 }
 
@@ -409,6 +419,7 @@ std::size_t TaskPlane::sweep_expired_leases() {
       if (!error.is(ErrorCode::TASK_REVISION_CONFLICT)) throw;
     }
   }
+  if (swept > 0) queue_changed();
   return swept;
 }
 

@@ -97,6 +97,7 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
                     now);
     view = fleet::view_of(*tx.load_task(row.task_id));
   });
+  if (status == 201) queue_changed();
   return {status, view};
 }
 

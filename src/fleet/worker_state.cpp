@@ -7,6 +7,11 @@
 namespace aios::fleet {
 namespace {
 
+// Open: no claim until the cooldown ends; then half-open: one probe claim at a time.
+bool circuit_blocks(const WorkerState& worker, double now) {
+  return worker.circuit_state == "OPEN" && (now < worker.circuit_open_until || worker.probes > 0);
+}
+
 WorkerState state_of(const store::WorkerRecord& record) {
   WorkerState state;
   static_cast<store::WorkerRecord&>(state) = record;
@@ -115,12 +120,14 @@ std::vector<std::string> ineligibility_reasons(const WorkerState& worker,
   }
   if (worker.quarantined) reasons.emplace_back("worker_quarantined");
   if (quarantined_task) reasons.emplace_back("task_quarantined");
-  // Open: no claim until the cooldown ends; then half-open: one probe claim at a time.
-  if (worker.circuit_state == "OPEN" && (now < worker.circuit_open_until || worker.probes > 0)) {
-    reasons.emplace_back("circuit_open");
-  }
+  if (circuit_blocks(worker, now)) reasons.emplace_back("circuit_open");
   if (worker.used_slots >= worker.max_slots) reasons.emplace_back("no_free_slot");
   return reasons;
+}
+
+bool open_for_claims(const WorkerState& worker, double now) {
+  return !worker.quarantined && !circuit_blocks(worker, now) &&
+         worker.used_slots < worker.max_slots;
 }
 
 ErrorCode reason_code(const std::string& reason) {

@@ -194,6 +194,7 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
                         .failure_domain = domain.get<std::string>()});
     view = worker_view(*fleet::load_worker(tx, worker_id, now_s), now_s, options_);
   });
+  queue_changed();
   return view;
 }
 
@@ -228,6 +229,7 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
     }
     view = worker_view(*fleet::load_worker(tx, worker_id, now), now, options_);
   });
+  queue_changed();
   return view;
 }
 

@@ -21,9 +21,11 @@ ClientResponse Connection::request(std::string_view method, std::string_view tar
 }
 
 ClientResponse request(std::string_view method, std::string_view url, std::string_view bearer_token,
-                       std::string_view body, std::chrono::milliseconds timeout) {
+                       std::string_view body, std::chrono::milliseconds timeout,
+                       const std::atomic<bool>* cancel) {
   Endpoint endpoint = parse_http_url(url);
-  detail::ClientConnection connection(std::move(endpoint.host), endpoint.port, timeout, false);
+  detail::ClientConnection connection(std::move(endpoint.host), endpoint.port, timeout, false,
+                                      cancel);
   return connection.request(method, endpoint.target, bearer_token, body);
 }
 

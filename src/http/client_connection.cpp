@@ -3,6 +3,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace bhttp = beast::http;
 
 constexpr std::uint64_t kMaxResponseBodyBytes = 64ull * 1024 * 1024;
 constexpr std::uint32_t kMaxResponseHeaderBytes = 64 * 1024;
+// How often a cancellable call looks at its flag: a worker's stop waits at most this long.
+constexpr std::chrono::milliseconds kCancelCheck{50};
 
 // The peer closed a connection it considered idle: nothing of the request was processed.
 bool closed_by_peer(const beast::error_code& ec) {
@@ -36,8 +39,13 @@ bool is_http_error(const beast::error_code& ec) {
 }  // namespace
 
 ClientConnection::ClientConnection(std::string host, std::uint16_t port,
-                                   std::chrono::milliseconds timeout, bool keep_alive)
-    : host_(std::move(host)), port_(port), timeout_(timeout), keep_alive_(keep_alive) {
+                                   std::chrono::milliseconds timeout, bool keep_alive,
+                                   const std::atomic<bool>* cancel)
+    : host_(std::move(host)),
+      port_(port),
+      timeout_(timeout),
+      keep_alive_(keep_alive),
+      cancel_(cancel) {
   host_header_ = host_.find(':') == std::string::npos ? host_ : "[" + host_ + "]";
   if (port_ != 80) host_header_ += ":" + std::to_string(port_);
 }
@@ -84,13 +92,21 @@ beast::error_code ClientConnection::run(Clock::time_point deadline, bool& timed_
     done = true;
   });
   io_.restart();
-  io_.run_until(deadline);
+  const auto cancelled = [this] { return cancel_ != nullptr && cancel_->load(); };
+  if (cancel_ == nullptr) {
+    io_.run_until(deadline);
+  } else {
+    while (!done && !cancelled() && Clock::now() < deadline) {
+      io_.run_for(std::min<Clock::duration>(kCancelCheck, deadline - Clock::now()));
+    }
+  }
   if (!done) {
     timed_out = true;
     close();
     resolver_.cancel();
     io_.restart();
     io_.run();  // delivers the aborted completion before `result` goes out of scope
+    if (cancelled()) fail(ErrorCode::HTTP_CLIENT_CANCELLED, "cancelled", {});
   }
   return result;
 }

@@ -124,4 +124,36 @@ void write_head(const Response& response, bool keep_alive, bool http10, std::str
 }
 
 }  // namespace detail
+Later::~Later() {
+  if (!done_ && sink_) sink_(detail::internal_error());
+}
+
+void Later::complete(Response response) {
+  std::function<void(Response)> sink;
+  {
+    const std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    if (!sink_) {
+      early_ = std::make_unique<Response>(std::move(response));
+      return;
+    }
+    sink = std::move(sink_);
+  }
+  sink(std::move(response));
+}
+
+void Later::on_complete(std::function<void(Response)> sink) {
+  std::unique_ptr<Response> early;
+  {
+    const std::lock_guard lock(mutex_);
+    if (!early_) {
+      sink_ = std::move(sink);
+      return;
+    }
+    early = std::move(early_);
+  }
+  sink(std::move(*early));
+}
+
 }  // namespace aios::http

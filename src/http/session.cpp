@@ -22,6 +22,9 @@ constexpr std::size_t kLingerChunk = 16 * 1024;
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// What a watch on a connection awaiting a later answer reads at most: its end is the news.
+constexpr std::size_t kWatchChunk = 4 * 1024;
+
 // A large answer was built as a JSON document many times its size (a page of 1,000 task views:
 // 3.6 MB of text, tens of MB as a DOM) in the malloc arena of the io thread that ran it. glibc
 // keeps an arena's freed pages, and each io thread has its own arena, so without handing them
@@ -140,7 +143,34 @@ void Session::answer() {
   state_->in_flight.fetch_add(1);
   counted_ = true;
   keep_alive_ = parser_->keep_alive();
-  send(dispatch(state_->handler, request_, state_->options.on_unhandled_exception));
+  auto response = dispatch(state_->handler, request_, state_->options.on_unhandled_exception);
+  if (!response.later) return send(std::move(response));
+  // The answer comes from another thread. Meanwhile the connection is watched, so a peer that
+  // goes away is seen (Later::abandoned) before the answer acts for it.
+  const auto later = std::move(response.later);
+  awaiting_ = true;
+  stream_.expires_never();  // the wait is the handler's to bound
+  stream_.async_read_some(
+      buffer_.prepare(kWatchChunk),
+      // Weak: the handler's Later alone decides its life (a dropped one answers 500).
+      [self = shared_from_this(), weak = std::weak_ptr<Later>(later)](beast::error_code ec,
+                                                                      std::size_t bytes) {
+        self->buffer_.commit(bytes);  // a pipelined request waits in the buffer for its turn
+        const auto watched = weak.lock();
+        if (watched && self->awaiting_ && ec && ec != net::error::operation_aborted) {
+          watched->abandon();
+        }
+      });
+  later->on_complete([self = shared_from_this()](Response answer) {
+    if (answer.later || !is_sendable(answer)) {
+      answer = error_response(Error(ErrorCode::INTERNAL_ERROR));
+    }
+    net::post(self->stream_.get_executor(), [self, answer = std::move(answer)]() mutable {
+      self->awaiting_ = false;
+      self->stream_.cancel();  // ends the watch, so that reading the next request may start
+      self->send(std::move(answer));
+    });
+  });
 }
 
 void Session::refuse(ErrorCode code) {

@@ -64,6 +64,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = false;
   bool counted_ = false;  // this request is counted in state_->in_flight
   bool stop_requested_ = false;
+  bool awaiting_ = false;  // a later answer is awaited and the connection watched
   std::size_t lingered_bytes_ = 0;
 };
 

@@ -35,8 +35,8 @@ struct Scheduler::Parts {
             {.path = options.db, .connections = static_cast<std::size_t>(options.threads) + 1},
             environment.clock)),
         plane(*store, environment, {.lease = options.lease}),
-        api(plane, control_token, metrics),
-        bridge(*store, plane, environment, std::move(control_token), options.bridge),
+        bridge(*store, plane, environment, control_token, options.bridge),
+        api(plane, std::move(control_token), metrics, &bridge),
         api_server(api_options(options),
                    [this](const http::Request& request) { return api.handle(request); }),
         bridge_server(bridge_options(options),
@@ -70,8 +70,8 @@ struct Scheduler::Parts {
   std::unique_ptr<store::Store> store;
   TaskPlane plane;
   TaskApiMetrics metrics;
+  Bridge bridge;  // before the API: it resolves the API's claim-next envelopes
   TaskApi api;
-  Bridge bridge;
   http::Server api_server;
   http::Server bridge_server;
   std::chrono::milliseconds sweep_interval;
@@ -94,6 +94,7 @@ void Scheduler::start() {
 }
 
 void Scheduler::stop() {
+  parts_->api.stop_waiting();  // long polls answered, so the drain does not wait them out
   parts_->api_server.stop();
   parts_->bridge_server.stop();
   parts_->sweeper.reset();

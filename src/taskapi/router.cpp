@@ -51,8 +51,23 @@ http::Response ok(const nlohmann::json& body) {
 
 }  // namespace
 
-TaskApi::TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics)
-    : plane_(plane), control_token_(std::move(control_token)), metrics_(metrics) {}
+TaskApi::TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics,
+                 fleet::ClaimResolver* resolver, std::chrono::milliseconds claim_recheck)
+    : plane_(plane),
+      control_token_(std::move(control_token)),
+      metrics_(metrics),
+      resolver_(resolver),
+      waiters_(plane, resolver, claim_recheck) {
+  plane_.on_queue_change([this] { waiters_.notify(); });
+}
+
+TaskApi::~TaskApi() {
+  plane_.on_queue_change(nullptr);
+}
+
+void TaskApi::stop_waiting() {
+  waiters_.stop();
+}
 
 bool TaskApi::admits(const http::Request& request) {
   return http::bearer_matches(request, control_token_) ||
@@ -68,7 +83,42 @@ http::Response TaskApi::handle(const http::Request& request) {
   } catch (const Error& error) {
     response = http::error_response(error);
   }
-  metrics_.observe(route_name, response.status, std::chrono::steady_clock::now() - started);
+  // A long poll is observed when it is answered (claim_next).
+  if (!response.later) {
+    metrics_.observe(route_name, response.status, std::chrono::steady_clock::now() - started);
+  }
+  return response;
+}
+
+http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& body) {
+  envelope::require_known_keys(body, {"worker_id", "wait_ms"}, ErrorCode::REQUEST_FIELDS_INVALID);
+  const auto& id = envelope::get_or(body, "worker_id", envelope::kNull);
+  if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
+    fail(ErrorCode::WORKER_ID_INVALID);
+  }
+  static const nlohmann::json kNoWait = 0;
+  const auto wait_ms = envelope::require_int(envelope::get_or(body, "wait_ms", kNoWait), 0,
+                                             kMaxClaimWaitMs, ErrorCode::CLAIM_WAIT_INVALID);
+  const auto answer = [this](std::optional<nlohmann::json> claim) {
+    if (claim) metrics_.count_claim();
+    return http::json_response(200,
+                               {{"claim", claim ? std::move(*claim) : nlohmann::json(nullptr)}});
+  };
+  auto claim = plane_.claim_next(agent, id, resolver_);
+  if (claim || wait_ms == 0) return answer(std::move(claim));
+  const auto started = std::chrono::steady_clock::now();
+  auto later = std::make_shared<http::Later>();
+  waiters_.wait(
+      agent, id, started + std::chrono::milliseconds(wait_ms),
+      [later] { return later->abandoned(); },
+      [this, later, answer, started](std::optional<nlohmann::json> found, const Error* error) {
+        auto response = error != nullptr ? http::error_response(*error) : answer(std::move(found));
+        metrics_.observe("tasks_claim_next", response.status,
+                         std::chrono::steady_clock::now() - started);
+        later->complete(std::move(response));
+      });
+  http::Response response;
+  response.later = std::move(later);
   return response;
 }
 
@@ -157,6 +207,10 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     http::Response response;
     response.body = plane_.poll_text(caller, http::json_object_body(request));
     return response;
+  }
+  if (n == 3 && parts[2] == "claim-next" && method == "POST") {
+    route_name = "tasks_claim_next";
+    return claim_next(need_agent(), http::json_object_body(request));
   }
   if (n == 3 && method == "GET") {
     route_name = "task";

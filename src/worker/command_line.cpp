@@ -39,6 +39,7 @@ struct WorkerCommandLine::Values {
   int broker_timeout = static_cast<int>(config.broker_timeout.count());
   int heartbeat_ms = static_cast<int>(config.heartbeat_interval.count());
   int http_timeout_ms = static_cast<int>(config.http_timeout.count());
+  int claim_wait_ms = static_cast<int>(config.claim_wait.count());
   std::string verification_socket;
   bool once = false;
   bool serve_verification = false;
@@ -117,6 +118,13 @@ WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<V
       ->envname("AIOS_WORKER_HTTP_TIMEOUT_MS")
       ->check(CLI::Range(100, 600000))
       ->capture_default_str();
+  app.add_option("--claim-wait-ms", v.claim_wait_ms,
+                 "How long one claim-next waits at the Task API for a task to become\n"
+                 "claimable (a long poll; a stop waits at most this long for it); 0: no\n"
+                 "wait, poll with the idle backoff instead")
+      ->envname("AIOS_WORKER_CLAIM_WAIT_MS")
+      ->check(CLI::Range(0, 30000))
+      ->capture_default_str();
   app.add_option("--verification-socket", v.verification_socket,
                  "Run every verification command in the sandbox service on this Unix\n"
                  "socket (aios-verification-sandbox.socket) instead of building the\n"
@@ -166,6 +174,7 @@ WorkerConfig WorkerCommandLine::config() const {
   config.broker_timeout = std::chrono::seconds(v.broker_timeout);
   config.heartbeat_interval = std::chrono::milliseconds(v.heartbeat_ms);
   config.http_timeout = std::chrono::milliseconds(v.http_timeout_ms);
+  config.claim_wait = std::chrono::milliseconds(v.claim_wait_ms);
   config.verification_socket = v.verification_socket;
   return config;
 }

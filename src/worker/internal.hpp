@@ -26,6 +26,13 @@ namespace aios::worker {
 
 // One peer service (the Task API or the Bridge) spoken to with a bearer token through
 // `transport` (the environment's), which must outlive it. Any thread may call.
+// How a long poll is called: its wait lengthens the timeout, and `cancel` (when given) turning
+// true gives the call up with HTTP_CLIENT_CANCELLED.
+struct CallWait {
+  std::chrono::milliseconds extra{0};
+  const std::atomic<bool>* cancel = nullptr;
+};
+
 class JsonService {
  public:
   JsonService(http::Transport& transport, std::string base_url, std::string token,
@@ -37,10 +44,11 @@ class JsonService {
 
   // {status, body}; a body that is not JSON is HTTP_UPSTREAM_RESPONSE_INVALID.
   std::pair<int, nlohmann::json> call(std::string_view method, const std::string& path,
-                                      const nlohmann::json* body = nullptr) const;
+                                      const nlohmann::json* body = nullptr,
+                                      CallWait wait = {}) const;
   // call() that must answer 2xx; otherwise throws the peer's code (Error::remote).
   nlohmann::json require(std::string_view method, const std::string& path,
-                         const nlohmann::json* body = nullptr) const;
+                         const nlohmann::json* body = nullptr, CallWait wait = {}) const;
 
  private:
   http::Transport& transport_;

@@ -9,9 +9,14 @@
 namespace aios::worker {
 
 std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const std::string& path,
-                                                 const nlohmann::json* body) const {
-  const auto response = transport_.request(
-      method, base_url_ + path, token_, body != nullptr ? body->dump() : std::string(), timeout_);
+                                                 const nlohmann::json* body, CallWait wait) const {
+  const std::string url = base_url_ + path;
+  const std::string text = body != nullptr ? body->dump() : std::string();
+  const auto timeout = timeout_ + wait.extra;
+  const auto response =
+      wait.cancel != nullptr
+          ? transport_.cancellable_request(method, url, token_, text, timeout, *wait.cancel)
+          : transport_.request(method, url, token_, text, timeout);
   auto value = parse_json(response.body);
   if (value.is_discarded() || !value.is_object()) {
     throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
@@ -20,8 +25,8 @@ std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const 
 }
 
 nlohmann::json JsonService::require(std::string_view method, const std::string& path,
-                                    const nlohmann::json* body) const {
-  auto [status, value] = call(method, path, body);
+                                    const nlohmann::json* body, CallWait wait) const {
+  auto [status, value] = call(method, path, body, wait);
   if (status < 200 || status >= 300) {
     throw Error::remote(value.value("error", std::string("HTTP_UPSTREAM_RESPONSE_INVALID")),
                         status);

@@ -8,6 +8,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
+#include "aios/fleet.hpp"
 #include "aios/log.hpp"
 #include "worker/engineering.hpp"
 #include "worker/internal.hpp"
@@ -86,64 +87,65 @@ class Worker::Impl {
     return std::nullopt;
   }
 
+  // One claim-next: the Task API picks the next task this worker may take, claims it and
+  // answers with the Bridge's envelope, waiting up to claim_wait for one. The envelope is checked
+  // here before anything runs; one that fails is given back as a refusal, which does not count
+  // against this worker's circuit.
   std::optional<WorkOutcome> run_once() {
-    const nlohmann::json body = {{"worker_id", worker_id_}, {"limit", 10}};
-    const auto polled = api_.require("POST", "/v1/tasks/poll", &body);
-    for (const auto& task : polled.at("tasks")) {
-      const std::string task_id = task.at("task_id");
-      nlohmann::json envelope;
-      try {
-        envelope = resolve(task);
-      } catch (const Error& error) {
-        log::warn("TASK_ENVELOPE_UNVERIFIED",
-                  {{"task_id", task_id}, {"error", error.code()}, {"detail", error.detail()}});
-        continue;
-      }
-      const std::string adapter = envelope.at("adapter");
-      if (!config_.allowed_adapters.contains(adapter)) {
-        log::info("TASK_SKIPPED_ADAPTER_MISMATCH",
-                  {{"task_id", task_id},
-                   {"adapter", adapter},
-                   {"allowed_adapters", config_.allowed_adapters}});
-        continue;
-      }
-      const nlohmann::json claim_body = {{"worker_id", worker_id_},
-                                         {"expected_revision", task.at("revision")},
-                                         {"execution_digest", envelope.at("execution_digest")}};
-      const auto [status, claim] =
-          api_.call("POST", "/v1/tasks/" + task_id + "/claim", &claim_body);
-      if (status != 200) {
-        log::info("TASK_CLAIM_REFUSED",
-                  {{"task_id", task_id}, {"error", claim.value("error", "")}});
-        continue;
-      }
-      log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
-      auto checkpoint = checkpoints_.load(task_id);
-      if (!checkpoint || checkpoint->execution_digest != envelope.at("execution_digest")) {
-        checkpoint = Checkpoint{task_id,   envelope.at("execution_digest"), 0, "",
-                                "claimed", nlohmann::json::object()};
-      }
-      checkpoint->attempt = claim.at("attempt");
-      checkpoint->lease_token = claim.at("lease_token");
-      return work(envelope, *checkpoint);
+    const nlohmann::json body = {{"worker_id", worker_id_},
+                                 {"wait_ms", config_.claim_wait.count()}};
+    const auto answer = api_.require("POST", "/v1/tasks/claim-next", &body,
+                                     {.extra = config_.claim_wait, .cancel = stop_});
+    const auto& claim = answer.at("claim");
+    if (claim.is_null()) return std::nullopt;
+    const std::string task_id = claim.at("task_id");
+    log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
+    auto checkpoint = checkpoints_.load(task_id);
+    if (!checkpoint || checkpoint->execution_digest != claim.at("execution_digest")) {
+      checkpoint = Checkpoint{task_id,   claim.at("execution_digest"), 0, "",
+                              "claimed", nlohmann::json::object()};
     }
-    return std::nullopt;
+    checkpoint->attempt = claim.at("attempt");
+    checkpoint->lease_token = claim.at("lease_token");
+    nlohmann::json envelope;
+    try {
+      envelope = validated(claim);
+    } catch (const Error& error) {
+      log::warn("TASK_ENVELOPE_REFUSED",
+                {{"task_id", task_id}, {"error", error.code()}, {"detail", error.detail()}});
+      give_back(task_id, checkpoint->lease_token, std::string(fleet::kRefusedReleaseClass),
+                error.code());
+      return WorkOutcome{task_id, "REFUSED", error.code()};
+    }
+    return work(envelope, *checkpoint);
   }
 
   void run(const std::atomic<bool>& stop) {
+    // A stop gives up the waiting claim-next at once; the scheduler sees the connection close
+    // and claims nothing for it.
+    stop_ = &stop;
     auto backoff = config_.idle_backoff_min;
     while (!stop.load()) {
       std::optional<WorkOutcome> outcome;
+      const auto round = std::chrono::steady_clock::now();
+      bool failed = false;
       try {
         outcome = retry_interrupted();
         if (!outcome) outcome = run_once();
       } catch (const Error& error) {
+        if (error.is(ErrorCode::HTTP_CLIENT_CANCELLED)) break;
+        failed = true;
         log::warn("POLL_FAILED", {{"error", error.code()}});
       }
       // An interrupted task waits out the backoff like an idle round, so an outage is not
-      // hammered.
+      // hammered. An idle round that waited at the Task API goes straight into the next wait.
       if (outcome && outcome->outcome != "INTERRUPTED") {
         backoff = config_.idle_backoff_min;
+        continue;
+      }
+      if (!outcome && !failed &&
+          std::chrono::steady_clock::now() - round >= config_.claim_wait / 2 &&
+          config_.claim_wait.count() > 0) {
         continue;
       }
       for (auto waited = std::chrono::milliseconds(0); waited < backoff && !stop.load();
@@ -156,27 +158,33 @@ class Worker::Impl {
   }
 
  private:
-  // The Bridge's canonical envelope for the task, checked against its binding, this worker's
-  // capabilities and the persisted digest the claim will name.
-  nlohmann::json resolve(const nlohmann::json& task) const {
-    const auto& persisted = task.at("metadata").at("execution");
-    nlohmann::json body = {{"task_id", task.at("task_id")},
-                           {"required_capabilities", task.at("required_capabilities")}};
-    // A deterministic task re-resolves through the plan registry; a read-only one replays its
-    // persisted envelope so the Bridge checks it instead of inventing another.
-    if (persisted.value("action", "") != "deterministic") body["execution"] = persisted;
-    const auto [status, resolved] = bridge_.call("POST", "/v2/execution-envelope", &body);
-    if (status != 200) {
-      throw Error(ErrorCode::TASK_PERSISTED_BINDING_UNVERIFIED, resolved.value("error", ""));
-    }
-    const auto binding = GovernedBinding::from_mapping(persisted);
+  // The claim's envelope (the Bridge's, resolved in the claim's transaction), checked against
+  // the binding the task persisted, this worker's capabilities and adapters, and the digest the
+  // claim was made on.
+  nlohmann::json validated(const nlohmann::json& claim) const {
+    const auto binding = GovernedBinding::from_mapping(claim.at("execution"));
     const nlohmann::json capabilities = config_.capabilities;
     auto envelope = validate_execution_envelope(
-        resolved, {.binding = &binding, .worker_capabilities = &capabilities});
-    if (envelope.at("execution_digest") != persisted.at("execution_digest")) {
+        claim.at("envelope"), {.binding = &binding, .worker_capabilities = &capabilities});
+    if (envelope.at("execution_digest") != claim.at("execution_digest")) {
       throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
     }
+    if (!config_.allowed_adapters.contains(envelope.at("adapter").get<std::string>())) {
+      throw Error(ErrorCode::WORKER_ADAPTER_NOT_ALLOWED, envelope.at("adapter").get<std::string>());
+    }
     return envelope;
+  }
+
+  // Gives a claimed task back to the queue; a failure to do so leaves it to the lease sweeper.
+  void give_back(const std::string& task_id, const std::string& lease_token,
+                 const std::string& failure_class, const std::string& reason) {
+    const nlohmann::json body = {
+        {"lease_token", lease_token}, {"failure_class", failure_class}, {"reason", reason}};
+    try {
+      api_.require("POST", "/v1/tasks/" + task_id + "/release", &body);
+    } catch (const Error& release_error) {
+      log::warn("TASK_RELEASE_FAILED", {{"task_id", task_id}, {"error", release_error.code()}});
+    }
   }
 
   // A checkpoint left by an earlier run or an outage: go on with the same lease if it still
@@ -262,14 +270,7 @@ class Worker::Impl {
         fields["detail"] = bounded_text(error.detail(), 512);
       }
       log::warn("TASK_FAILED", fields);
-      const nlohmann::json body = {{"lease_token", checkpoint.lease_token},
-                                   {"failure_class", failure_class_of(error.code())},
-                                   {"reason", error.code()}};
-      try {
-        api_.require("POST", "/v1/tasks/" + task_id + "/release", &body);
-      } catch (const Error& release_error) {
-        log::warn("TASK_RELEASE_FAILED", {{"task_id", task_id}, {"error", release_error.code()}});
-      }
+      give_back(task_id, checkpoint.lease_token, failure_class_of(error.code()), error.code());
       checkpoints_.remove(task_id);
       return {task_id, "RELEASED", error.code()};
     }
@@ -282,6 +283,7 @@ class Worker::Impl {
   worker::CheckpointStore checkpoints_;
   std::string worker_id_;
   std::set<std::string> interrupted_;
+  const std::atomic<bool>* stop_ = nullptr;  // run()'s stop, once it runs
 };
 
 Worker::Worker(WorkerConfig config, const Environment& environment)

@@ -3,6 +3,7 @@
 aios_test(fleet_tests
   fleet/fleet_order_test.cpp
   fleet/lifecycle_test.cpp
+  fleet/claim_next_test.cpp
   fleet/rebind_compat_test.cpp
   fleet/authorization_test.cpp
   fleet/poll_view_test.cpp)

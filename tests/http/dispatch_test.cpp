@@ -60,34 +60,34 @@ TEST(HttpDispatch, MapsEveryHandlerOutcome) {
        500, internal, true},
       {"status 99",
        [](const Request&) {
-         return Response{99, "", "text/plain", {}};
+         return Response{99, "", "text/plain", {}, {}};
        },
        500, internal, true},
       {"status 600",
        [](const Request&) {
-         return Response{600, "", "text/plain", {}};
+         return Response{600, "", "text/plain", {}, {}};
        },
        500, internal, true},
       {"remote status 0", [](const Request&) -> Response { throw Error::remote("X", 0); }, 500,
        internal, true},
       {"header injection",
        [](const Request&) {
-         return Response{200, "{}", "application/json", {{"X-A", "1\r\nSet-Cookie: a=b"}}};
+         return Response{200, "{}", "application/json", {{"X-A", "1\r\nSet-Cookie: a=b"}}, {}};
        },
        500, internal, true},
       {"bad header name",
        [](const Request&) {
-         return Response{200, "{}", "application/json", {{"X A", "1"}}};
+         return Response{200, "{}", "application/json", {{"X A", "1"}}, {}};
        },
        500, internal, true},
       {"server-owned header",
        [](const Request&) {
-         return Response{200, "{}", "application/json", {{"content-length", "1"}}};
+         return Response{200, "{}", "application/json", {{"content-length", "1"}}, {}};
        },
        500, internal, true},
       {"content type injection",
        [](const Request&) {
-         return Response{200, "{}", "text/plain\r\nX: y", {}};
+         return Response{200, "{}", "text/plain\r\nX: y", {}, {}};
        },
        500, internal, true},
   };
@@ -124,19 +124,20 @@ TEST(HttpDispatch, KeepsExceptionTextOffTheWire) {
 // Given responses and connection states, we should write the exact head the wire needs.
 TEST(HttpResponse, WritesTheHead) {
   std::string head = "stale";
-  detail::write_head(Response{200, "{}", "application/json", {{"X-Id", "7"}}}, true, false, head);
+  detail::write_head(Response{200, "{}", "application/json", {{"X-Id", "7"}}, {}}, true, false,
+                     head);
   EXPECT_EQ(head,
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
             "Cache-Control: no-store\r\nX-Id: 7\r\n\r\n");
-  detail::write_head(Response{413, "abc", "application/json", {}}, false, false, head);
+  detail::write_head(Response{413, "abc", "application/json", {}, {}}, false, false, head);
   EXPECT_EQ(head,
             "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
             "Content-Length: 3\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
-  detail::write_head(Response{204, "", "application/json", {}}, true, true, head);
+  detail::write_head(Response{204, "", "application/json", {}, {}}, true, true, head);
   EXPECT_EQ(head,
             "HTTP/1.1 204 No Content\r\nCache-Control: no-store\r\n"
             "Connection: keep-alive\r\n\r\n");
-  detail::write_head(Response{590, "", "text/plain", {}}, true, false, head);
+  detail::write_head(Response{590, "", "text/plain", {}, {}}, true, false, head);
   EXPECT_EQ(head.substr(0, 15), "HTTP/1.1 590 \r\n");
 }
 

@@ -489,6 +489,12 @@ class ErrorTableTest : public SchedulerTest {
          "LIMIT_INVALID"},
         {"poll with limit 101", Who::kAgentA, "POST", "/v1/tasks/poll",
          dump({{"worker_id", "w-main"}, {"limit", 101}}), 400, "LIMIT_INVALID"},
+        {"claim-next waiting 30001 ms", Who::kAgentA, "POST", "/v1/tasks/claim-next",
+         dump({{"worker_id", "w-main"}, {"wait_ms", 30001}}), 400, "CLAIM_WAIT_INVALID"},
+        {"claim-next with a limit", Who::kAgentA, "POST", "/v1/tasks/claim-next",
+         dump({{"worker_id", "w-main"}, {"limit", 1}}), 400, "REQUEST_FIELDS_INVALID"},
+        {"claim-next by the owner", Who::kOwner, "POST", "/v1/tasks/claim-next",
+         dump({{"worker_id", "w-main"}}), 403, "FORBIDDEN"},
     };
   }
   // The fleet refuses the claimant.

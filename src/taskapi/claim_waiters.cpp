@@ -1,0 +1,114 @@
+#include <algorithm>
+
+#include "aios/taskapi.hpp"
+
+namespace aios {
+
+ClaimWaiters::ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver,
+                           std::chrono::milliseconds recheck)
+    : plane_(plane), resolver_(resolver), recheck_(recheck), thread_([this] { run(); }) {}
+
+ClaimWaiters::~ClaimWaiters() {
+  stop();
+  thread_.join();
+}
+
+void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
+                        std::chrono::steady_clock::time_point deadline, std::function<bool()> gone,
+                        Answer answer) {
+  {
+    const std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      waiters_.push_back(
+          {agent, std::move(worker_id), deadline, std::move(gone), std::move(answer)});
+      arrived_ = true;  // its deadline may come before the thread's next wake
+      wake_.notify_one();
+      return;
+    }
+  }
+  answer(std::nullopt, nullptr);
+}
+
+void ClaimWaiters::notify() {
+  const std::lock_guard lock(mutex_);
+  changed_ = true;
+  wake_.notify_one();
+}
+
+void ClaimWaiters::stop() {
+  std::vector<Waiter> left;
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+    left.swap(waiters_);
+    wake_.notify_one();
+  }
+  for (auto& waiter : left) waiter.answer(std::nullopt, nullptr);
+}
+
+std::size_t ClaimWaiters::waiting() {
+  const std::lock_guard lock(mutex_);
+  return waiters_.size() + in_hand_;
+}
+
+bool ClaimWaiters::settle(Waiter& waiter, bool try_claim,
+                          std::chrono::steady_clock::time_point now) {
+  // A claim for a caller that went away would sit CLAIMED until its lease ran out.
+  if (waiter.gone && waiter.gone()) {
+    waiter.answer(std::nullopt, nullptr);
+    return true;
+  }
+  try {
+    if (try_claim) {
+      if (auto claim =
+              plane_.claim_next(waiter.agent, waiter.worker_id, resolver_, /*liveness=*/false)) {
+        waiter.answer(std::move(claim), nullptr);
+        return true;
+      }
+    }
+  } catch (const Error& error) {
+    // The worker was removed or reassigned, or the store failed: the caller hears why.
+    waiter.answer(std::nullopt, &error);
+    return true;
+  }
+  if (now < waiter.deadline) return false;
+  waiter.answer(std::nullopt, nullptr);
+  return true;
+}
+
+void ClaimWaiters::run() {
+  auto next_recheck = std::chrono::steady_clock::now() + recheck_;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    auto until = next_recheck;
+    for (const auto& waiter : waiters_) until = std::min(until, waiter.deadline);
+    // A new waiter tried its claim on arrival: it only moves the next wake to its deadline.
+    wake_.wait_until(lock, until, [&] { return stopping_ || changed_ || arrived_; });
+    arrived_ = false;
+    if (stopping_) break;
+    const auto now = std::chrono::steady_clock::now();
+    const bool recheck = now >= next_recheck;
+    const bool try_claim = changed_ || recheck;
+    if (recheck) next_recheck = now + recheck_;
+    changed_ = false;
+    std::vector<Waiter> batch;
+    batch.swap(waiters_);
+    in_hand_ = batch.size();
+    lock.unlock();
+    std::vector<Waiter> kept;
+    for (auto& waiter : batch) {
+      if (!settle(waiter, try_claim, now)) kept.push_back(std::move(waiter));
+    }
+    lock.lock();
+    in_hand_ = 0;
+    // Those that arrived meanwhile go after the ones still waiting, which keep their turn.
+    std::move(waiters_.begin(), waiters_.end(), std::back_inserter(kept));
+    waiters_.swap(kept);
+  }
+  std::vector<Waiter> left;
+  left.swap(waiters_);
+  lock.unlock();
+  for (auto& waiter : left) waiter.answer(std::nullopt, nullptr);
+}
+
+}  // namespace aios

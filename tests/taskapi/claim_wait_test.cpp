@@ -1,0 +1,155 @@
+// POST /v1/tasks/claim-next in process: the answer at once, the long poll woken by the plane's
+// queue signal (the recheck set to an hour, so only the signal can wake it), its deadline, the
+// stop that answers every waiter, and the refusals of a malformed body.
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "aios/taskapi.hpp"
+#include "fleet/fleet_fixture.hpp"
+
+namespace aios::fleet_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kOwnerToken(40, 'o');
+
+class ClaimWaitTest : public PlaneTest {
+ protected:
+  void SetUp() override {
+    const Json created =
+        plane_.create_agent({{"agent_id", "agent-wait"}, {"granted_capabilities", {"code.read"}}});
+    agent_token_ = created["token"];
+    const auto agent = plane_.authenticate_agent(agent_token_);
+    ASSERT_TRUE(agent.has_value());
+    register_worker(*agent, "worker-wait");
+  }
+
+  http::Request claim_next(const Json& body, const std::string& token) const {
+    http::Request request;
+    request.method = "POST";
+    request.path = request.target = "/v1/tasks/claim-next";
+    request.bearer_token = token;
+    request.body = body.dump();
+    return request;
+  }
+
+  // The answer, at once or once the long poll completes it.
+  static std::future<http::Response> answer_of(http::Response response) {
+    auto promise = std::make_shared<std::promise<http::Response>>();
+    auto future = promise->get_future();
+    if (!response.later) {
+      promise->set_value(std::move(response));
+    } else {
+      response.later->on_complete(
+          [promise](http::Response answer) { promise->set_value(std::move(answer)); });
+    }
+    return future;
+  }
+
+  static Json body_of(std::future<http::Response>& answer) {
+    return Json::parse(answer.get().body);
+  }
+
+  TaskApiMetrics metrics_;
+  TaskApi api_{plane_, kOwnerToken, metrics_, nullptr, std::chrono::hours(1)};
+  std::string agent_token_;
+};
+
+TEST_F(ClaimWaitTest, AQueuedTaskIsClaimedAtOnce) {
+  // Given a queued task, we should answer the claim without waiting.
+  create_task("wait-now");
+
+  auto response =
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_));
+
+  EXPECT_EQ(response.later, nullptr);
+  const Json body = Json::parse(response.body);
+  EXPECT_EQ(body["claim"]["task_id"], "wait-now");
+  EXPECT_EQ(view("wait-now")["status"], "CLAIMED");
+}
+
+TEST_F(ClaimWaitTest, AWaitingClaimIsWokenByTheTaskThatBecomesClaimable) {
+  // Given an empty queue and a claim waiting 20 s, we should claim a task created meanwhile:
+  // the recheck is an hour away, so only the queue signal can have woken it.
+  auto answer = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+  ASSERT_EQ(answer.wait_for(0ms), std::future_status::timeout);
+
+  create_task("wait-woken");
+
+  const Json body = body_of(answer);
+  EXPECT_EQ(body["claim"]["task_id"], "wait-woken");
+  EXPECT_EQ(view("wait-woken")["claimed_by"], "worker-wait");
+}
+
+TEST_F(ClaimWaitTest, AWaiterWhoseCallerWentAwayClaimsNothing) {
+  // Given a waiting claim whose connection closed (the server marks its Later abandoned), we
+  // should answer it without claiming the task that arrives, which stays QUEUED for others.
+  auto response =
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_));
+  ASSERT_NE(response.later, nullptr);
+  response.later->abandon();
+  auto answer = answer_of(std::move(response));
+
+  create_task("wait-gone");
+
+  EXPECT_EQ(body_of(answer), (Json{{"claim", nullptr}}));
+  EXPECT_EQ(view("wait-gone")["status"], "QUEUED");
+}
+
+TEST_F(ClaimWaitTest, AWaitEndsWithNoClaimAtItsDeadline) {
+  // Given nothing to claim, we should answer {"claim": null} once wait_ms has passed, and
+  // {"claim": null} at once for wait_ms 0.
+  auto waited = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 50}}, agent_token_)));
+  auto immediate = api_.handle(claim_next({{"worker_id", "worker-wait"}}, agent_token_));
+
+  EXPECT_EQ(body_of(waited), (Json{{"claim", nullptr}}));
+  EXPECT_EQ(immediate.later, nullptr);
+  EXPECT_EQ(Json::parse(immediate.body), (Json{{"claim", nullptr}}));
+}
+
+TEST_F(ClaimWaitTest, StoppingAnswersEveryWaiterWithNoClaim) {
+  // Given two waiting claims, we should answer both with no claim when the API stops waiting,
+  // and answer a later one at once.
+  auto first = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+  auto second = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+
+  api_.stop_waiting();
+  auto after = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+
+  EXPECT_EQ(body_of(first), (Json{{"claim", nullptr}}));
+  EXPECT_EQ(body_of(second), (Json{{"claim", nullptr}}));
+  EXPECT_EQ(body_of(after), (Json{{"claim", nullptr}}));
+}
+
+TEST_F(ClaimWaitTest, MalformedBodiesAndTheOwnerAreRefused) {
+  // Given a bad wait, an unknown field, a missing worker or the owner's token, we should refuse
+  // with the specific code and claim nothing.
+  create_task("wait-refused");
+  const auto code = [&](const Json& body, const std::string& token) {
+    return Json::parse(api_.handle(claim_next(body, token)).body).value("error", "");
+  };
+
+  EXPECT_EQ(code({{"worker_id", "worker-wait"}, {"wait_ms", 30001}}, agent_token_),
+            "CLAIM_WAIT_INVALID");
+  EXPECT_EQ(code({{"worker_id", "worker-wait"}, {"wait_ms", -1}}, agent_token_),
+            "CLAIM_WAIT_INVALID");
+  EXPECT_EQ(code({{"worker_id", "worker-wait"}, {"wait_ms", "5"}}, agent_token_),
+            "CLAIM_WAIT_INVALID");
+  EXPECT_EQ(code({{"worker_id", "worker-wait"}, {"limit", 1}}, agent_token_),
+            "REQUEST_FIELDS_INVALID");
+  EXPECT_EQ(code(Json::object(), agent_token_), "WORKER_ID_INVALID");
+  EXPECT_EQ(code({{"worker_id", "worker-else"}}, agent_token_), "WORKER_NOT_FOUND");
+  EXPECT_EQ(code({{"worker_id", "worker-wait"}}, kOwnerToken), "FORBIDDEN");
+  EXPECT_EQ(view("wait-refused")["status"], "QUEUED");
+}
+
+}  // namespace
+}  // namespace aios::fleet_test
