@@ -50,6 +50,40 @@ TEST_F(LifecycleTest, HealthAnswersWithoutAToken) {
   EXPECT_EQ(reply.body, (Json{{"status", "ok"}, {"service", "aios-task-scheduler"}}));
 }
 
+TEST_F(LifecycleTest, ClaimNextTakesAJobInOneRoundTripAndWaitsForTheNext) {
+  // Given a queued task, we should claim it with one claim-next whose answer carries the
+  // Bridge's envelope (here the persisted one, replayed) and a lease the result accepts; given
+  // an empty queue, a waiting claim-next should take the task created while it waits.
+  const auto created = owner().post("/v1/tasks", hermes_task("task-next-1"));
+  ASSERT_EQ(created.status, 201) << describe(created);
+
+  const auto first = agent().post("/v1/tasks/claim-next", {{"worker_id", "worker-one"}});
+
+  ASSERT_EQ(first.status, 200) << describe(first);
+  const Json claim = first.body.at("claim");
+  EXPECT_EQ(claim.at("task_id"), "task-next-1");
+  EXPECT_EQ(claim.at("attempt"), 1);
+  EXPECT_EQ(claim.at("envelope"), created.body.at("metadata").at("execution"));
+  EXPECT_EQ(claim.at("execution"), created.body.at("metadata").at("execution"));
+  EXPECT_EQ(task("task-next-1").at("status"), "CLAIMED");
+  EXPECT_THAT(event_types("task-next-1"),
+              ElementsAre("TASK_CREATED", "TASK_CLAIMED", "BRIDGE_ENVELOPE_RESOLVED"));
+  const auto submitted = post_result("task-next-1", claim, "result-next-1", {{"ok", true}});
+  EXPECT_EQ(submitted.status, 201) << describe(submitted);
+
+  Reply waited;
+  std::thread waiter([&] {
+    ApiClient own = client(agent().token());
+    waited = own.post("/v1/tasks/claim-next", {{"worker_id", "worker-one"}, {"wait_ms", 20000}});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(owner().post("/v1/tasks", hermes_task("task-next-2")).status, 201);
+  waiter.join();
+
+  ASSERT_EQ(waited.status, 200) << describe(waited);
+  EXPECT_EQ(waited.body.at("claim").at("task_id"), "task-next-2");
+}
+
 TEST_F(LifecycleTest, FullLifecycleToSucceeded) {
   // Given a hermes task and worker, we should walk create to SUCCEEDED with revisions 1 to 4.
   const auto body = hermes_task("task-life-1");
