@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import pwd
+import signal
 import shutil
 import socket
 import statistics
@@ -220,6 +221,23 @@ def idle_fleet(build, suite, state, control, seconds, tasks):
             "pickup_max_ms": pickups[-1] if pickups else None}
 
 
+def perf_profile(data):
+    """Self cost by library and the hottest symbols of a perf recording."""
+    def report(sort, limit):
+        text = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--stdio",
+                               "-g", "none", "--sort", sort], capture_output=True, text=True).stdout
+        rows = []
+        for line in text.splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            share, _, name = line.strip().partition(" ")
+            rows.append({"share": float(share.rstrip("%")), "name": " ".join(name.split())[:120]})
+            if len(rows) == limit:
+                break
+        return rows
+    return {"by_library": report("dso", 6), "symbols": report("dso,sym", 12)}
+
+
 def summary(runs, jobs):
     latencies = sorted(x for run in runs for x in run["latency_ms"])
 
@@ -244,6 +262,11 @@ def main():
     parser.add_argument("--smoke", action="store_true", help="every system once, tiny sizes")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--profile", action="store_true",
+                        help="record the scheduler with perf over the first run of ours and "
+                             "report where its CPU goes")
+    parser.add_argument("--write", type=Path,
+                        help="also rewrite this page's job-queue section (docs/performance.md)")
     args = parser.parse_args()
     jobs, runs = (40, 1) if args.smoke else (args.jobs, args.runs)
     latency_jobs = 10 if args.smoke else 200
@@ -256,7 +279,7 @@ def main():
     suite = Suite(state)
     pg = redis = None
     results = {}
-    fleet = None
+    fleet = profile = None
     try:
         pg = Postgres(state)
         redis = Redis(state)
@@ -274,9 +297,18 @@ def main():
                 "--control-token-file", str(state / "control.token"), "--api-port", "0",
                 "--bridge-port", "0", "--authority-git-dir", str(state / "authority.git")],
                 ready="TASK_API_LISTENING")
+            perf = None
+            if args.profile and run == 0 and shutil.which("perf"):
+                perf = subprocess.Popen(["perf", "record", "-q", "-o", str(state / "ours.perf"),
+                                         "-p", str(scheduler.pid)], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
             per_system["ours"].append(run_client(node, peers_home, {
                 **common, "system": "ours", "port": ready["port"], "control": control,
                 "prefix": f"r{run}", "server_pid": scheduler.pid}))
+            if perf:
+                perf.send_signal(signal.SIGINT)
+                perf.wait(timeout=60)
+                profile = perf_profile(state / "ours.perf")
             scheduler.terminate()
             scheduler.wait(timeout=30)
             for system in ("graphile", "pgboss"):
@@ -298,8 +330,16 @@ def main():
             if server:
                 server.stop()
         shutil.rmtree(state, ignore_errors=True)
-    print(json.dumps({"jobs": jobs, "workers": 8, "runs": runs, "latency_jobs": latency_jobs,
-                      "latency_gap_ms": 10, "systems": results, "idle_fleet": fleet}, indent=2))
+    report = json.dumps({"jobs": jobs, "workers": 8, "runs": runs, "latency_jobs": latency_jobs,
+                         "latency_gap_ms": 10, "systems": results, "idle_fleet": fleet,
+                         "ours_profile": profile}, indent=2)
+    print(report)
+    if args.write:
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as out:
+            out.write(report)
+            out.flush()
+            subprocess.run([sys.executable, str(HERE.parent / "report.py"), "--peers", out.name,
+                            str(args.write)], check=True)
 
 
 if __name__ == "__main__":

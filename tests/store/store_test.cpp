@@ -34,7 +34,7 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, FileIsWalAndEveryConnectionIsSynchronousFull) {
   // Given a fresh database, we should find journal_mode=wal persisted in the file (seen by a
-  // plain connection) and synchronous=FULL (2) on the pooled connections.
+  // plain connection) and synchronous=FULL (2) and temp_store=MEMORY on the pooled connections.
   Database db(DatabaseOptions{.path = path(), .connections = 3});
 
   SQLite::Database plain(path().string(), SQLite::OPEN_READONLY);
@@ -48,6 +48,8 @@ TEST_F(StoreTest, FileIsWalAndEveryConnectionIsSynchronousFull) {
       db.read([&](SQLite::Database& c) {
         synchronous.push_back(c.execAndGet("PRAGMA synchronous").getInt());
         EXPECT_EQ(c.execAndGet("PRAGMA foreign_keys").getInt(), 1);
+        // Statement journals of the group commit's savepoints stay in memory (2).
+        EXPECT_EQ(c.execAndGet("PRAGMA temp_store").getInt(), 2);
       });
     });
   });

@@ -46,6 +46,9 @@ std::unique_ptr<SQLite::Database> open_connection(const DatabaseOptions& options
                   "journal_mode=" + mode + " synchronous=" + std::to_string(synchronous));
     }
     db->exec("PRAGMA foreign_keys=ON");
+    // A group commit's savepoints need statement journals: in memory, not a temporary file
+    // opened, unlinked and closed around every transition.
+    db->exec("PRAGMA temp_store=MEMORY");
   } catch (const SQLite::Exception& error) {
     // SQLite opens lazily: a file that is not a database fails only at the first statement.
     const int code = error.getErrorCode() & 0xff;
