@@ -105,13 +105,16 @@ function oursSystem() {
           generation: 1, idempotency_key: `${task}-binding` },
         execution: { action: "agent_runtime", adapter: "hermes" } });
     },
-    // claim-next (a long poll), result, the owner's verification PASS.
+    // claim-next (a long poll), then the result, which claims the next job too, and the
+    // owner's verification PASS: as aios-online-agent-worker takes its jobs.
     start(handle) {
       return Array.from({ length: workers }, async (_, w) => {
+        const worker_id = `${prefix}-w${w}`;
+        let next = null;
         while (!stopping) {
-          const answer = await call(agentToken, "POST", "/v1/tasks/claim-next",
-            { worker_id: `${prefix}-w${w}`, wait_ms: 200 });
-          const claim = answer.claim;
+          const claim = next ?? (await call(agentToken, "POST", "/v1/tasks/claim-next",
+            { worker_id, wait_ms: 200 })).claim;
+          next = null;
           if (!claim) continue;
           const id = claim.task_id.slice(prefix.length + 1);
           handle(id, "start");
@@ -119,7 +122,8 @@ function oursSystem() {
             lease_token: claim.lease_token, attempt: claim.attempt,
             execution_digest: claim.execution_digest,
             idempotency_key: `result-${claim.task_id}-${claim.attempt}`,
-            result: { status: "SUCCEEDED" } });
+            result: { status: "SUCCEEDED" }, ...(stopping ? {} : { claim_next: { worker_id } }) });
+          next = submitted.claim ?? null;
           await call(control, "POST", `/v1/tasks/${claim.task_id}/verification`, {
             expected_revision: submitted.revision, decision: "PASS", reason: "" });
           handle(id, "done");

@@ -71,6 +71,9 @@ struct LeaseProof {
 };
 LeaseProof lease_proof_of(const nlohmann::json& body);
 
+// The body's worker_id, or WORKER_ID_INVALID when it is missing, empty or not a string.
+std::string worker_id_of(const nlohmann::json& body);
+
 // The task, or TASK_NOT_FOUND.
 store::TaskRow load_existing_task(store::Transaction& tx, const std::string& task_id);
 

@@ -121,6 +121,7 @@ class TaskApi {
  private:
   http::Response route(const http::Request& request, std::string& route_name);
   http::Response claim_next(const Agent& agent, const nlohmann::json& body);
+  http::Response result(const Agent& agent, const std::string& task_id, nlohmann::json body);
 
   TaskPlane& plane_;
   std::string control_token_;

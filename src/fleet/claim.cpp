@@ -42,7 +42,9 @@ fleet::WorkerState claimant(const fleet::WorkerState& worker, double now) {
 // fail to resolve, few enough that a long queue is not copied.
 constexpr std::size_t kClaimCandidates = 16;
 
-std::string worker_id_of(const nlohmann::json& body) {
+}  // namespace
+
+std::string fleet::worker_id_of(const nlohmann::json& body) {
   const auto& id = envelope::get_or(body, "worker_id", kNull);
   if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
     fail(ErrorCode::WORKER_ID_INVALID);
@@ -50,11 +52,9 @@ std::string worker_id_of(const nlohmann::json& body) {
   return id;
 }
 
-}  // namespace
-
 std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body) {
   envelope::require_known_keys(body, {"worker_id", "limit"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string worker_id = worker_id_of(body);
+  const std::string worker_id = fleet::worker_id_of(body);
   const auto limit = static_cast<std::size_t>(envelope::require_int(
       envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
   const double now = to_epoch_seconds(store_.now());
@@ -125,7 +125,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
                                 const nlohmann::json& body) {
   envelope::require_exact_keys(body, {"worker_id", "expected_revision", "execution_digest"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string worker_id = worker_id_of(body);
+  const std::string worker_id = fleet::worker_id_of(body);
   const auto expected_revision =
       envelope::require_int(body["expected_revision"], 0, INT64_MAX, ErrorCode::REVISION_INVALID);
   const auto& digest_value = body["execution_digest"];

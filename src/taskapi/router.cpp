@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "aios/envelope.hpp"
+#include "aios/log.hpp"
 #include "aios/taskapi.hpp"
 
 namespace aios {
@@ -90,12 +91,37 @@ http::Response TaskApi::handle(const http::Request& request) {
   return response;
 }
 
+http::Response TaskApi::result(const Agent& agent, const std::string& task_id,
+                               nlohmann::json body) {
+  // "claim_next": {worker_id} also claims the worker's next task once the result is durable,
+  // so a busy worker needs one request between two jobs. Checked before the result is.
+  std::string next_worker;
+  if (const auto next = body.find("claim_next"); next != body.end()) {
+    if (!next->is_object()) fail(ErrorCode::REQUEST_FIELDS_INVALID);
+    envelope::require_exact_keys(*next, {"worker_id"}, ErrorCode::REQUEST_FIELDS_INVALID);
+    next_worker = fleet::worker_id_of(*next);
+    body.erase(next);
+  }
+  auto [status, response] = plane_.submit_result(agent, task_id, body);
+  if (status == 201) metrics_.count_result();
+  if (!next_worker.empty()) {
+    std::optional<nlohmann::json> claim;
+    // The result stands whatever the claim meets; the worker hears of a refusal at its next
+    // claim-next.
+    try {
+      claim = plane_.claim_next(agent, next_worker, resolver_);
+    } catch (const Error& error) {
+      log::warn("RESULT_CLAIM_NEXT_REFUSED", {{"worker_id", next_worker}, {"error", error.code()}});
+    }
+    if (claim) metrics_.count_claim();
+    response["claim"] = claim ? std::move(*claim) : nlohmann::json(nullptr);
+  }
+  return http::json_response(status, response);
+}
+
 http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& body) {
   envelope::require_known_keys(body, {"worker_id", "wait_ms"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  const auto& id = envelope::get_or(body, "worker_id", envelope::kNull);
-  if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
-    fail(ErrorCode::WORKER_ID_INVALID);
-  }
+  const std::string id = fleet::worker_id_of(body);
   static const nlohmann::json kNoWait = 0;
   const auto wait_ms = envelope::require_int(envelope::get_or(body, "wait_ms", kNoWait), 0,
                                              kMaxClaimWaitMs, ErrorCode::CLAIM_WAIT_INVALID);
@@ -249,12 +275,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   }
   if (action == "heartbeat")
     return ok(plane_.heartbeat(*agent, task_id, http::json_object_body(request)));
-  if (action == "result") {
-    auto [status, response] =
-        plane_.submit_result(*agent, task_id, http::json_object_body(request));
-    if (status == 201) metrics_.count_result();
-    return http::json_response(status, response);
-  }
+  if (action == "result") return result(*agent, task_id, http::json_object_body(request));
   if (action == "release")
     return ok(plane_.release(*agent, task_id, http::json_object_body(request)));
   if (action == "verification") return ok(plane_.verify(task_id, http::json_object_body(request)));

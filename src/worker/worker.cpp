@@ -92,11 +92,17 @@ class Worker::Impl {
   // here before anything runs; one that fails is given back as a refusal, which does not count
   // against this worker's circuit.
   std::optional<WorkOutcome> run_once() {
-    const nlohmann::json body = {{"worker_id", worker_id_},
-                                 {"wait_ms", config_.claim_wait.count()}};
-    const auto answer = api_.require("POST", "/v1/tasks/claim-next", &body,
-                                     {.extra = config_.claim_wait, .cancel = stop_});
-    const auto& claim = answer.at("claim");
+    nlohmann::json claim;
+    if (next_claim_) {
+      claim = std::move(*next_claim_);
+      next_claim_.reset();
+    } else {
+      const nlohmann::json body = {{"worker_id", worker_id_},
+                                   {"wait_ms", config_.claim_wait.count()}};
+      claim = api_.require("POST", "/v1/tasks/claim-next", &body,
+                           {.extra = config_.claim_wait, .cancel = stop_})
+                  .at("claim");
+    }
     if (claim.is_null()) return std::nullopt;
     const std::string task_id = claim.at("task_id");
     log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
@@ -153,6 +159,14 @@ class Worker::Impl {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       backoff = std::min(backoff * 2, config_.idle_backoff_max);
+    }
+    // A claim that came with the last result is in hand: it is run, not left to its lease.
+    if (next_claim_) {
+      try {
+        run_once();
+      } catch (const Error& error) {
+        log::warn("POLL_FAILED", {{"error", error.code()}});
+      }
     }
     log::info("WORKER_STOPPED", {{"worker_id", worker_id_}});
   }
@@ -242,7 +256,14 @@ class Worker::Impl {
           {"idempotency_key",
            result_idempotency_key(task_id, checkpoint.attempt, envelope.at("execution_digest"))},
           {"result", result}};
-      api_.require("POST", "/v1/tasks/" + task_id + "/result", &body);
+      // In the serve loop, the answer also carries the next claim, so a busy worker makes one
+      // request between two jobs; --once and a stopping worker take no more.
+      nlohmann::json submit = body;
+      if (stop_ != nullptr && !stop_->load()) submit["claim_next"] = {{"worker_id", worker_id_}};
+      const auto answer = api_.require("POST", "/v1/tasks/" + task_id + "/result", &submit);
+      if (const auto next = answer.find("claim"); next != answer.end() && !next->is_null()) {
+        next_claim_ = *next;
+      }
       checkpoint.phase = "result_submitted";
       checkpoints_.save(checkpoint);
       checkpoints_.remove(task_id);
@@ -283,7 +304,8 @@ class Worker::Impl {
   worker::CheckpointStore checkpoints_;
   std::string worker_id_;
   std::set<std::string> interrupted_;
-  const std::atomic<bool>* stop_ = nullptr;  // run()'s stop, once it runs
+  const std::atomic<bool>* stop_ = nullptr;   // run()'s stop, once it runs
+  std::optional<nlohmann::json> next_claim_;  // claimed with the last result, not yet run
 };
 
 Worker::Worker(WorkerConfig config, const Environment& environment)

@@ -28,12 +28,27 @@ class ClaimWaitTest : public PlaneTest {
   }
 
   http::Request claim_next(const Json& body, const std::string& token) const {
+    return post("/v1/tasks/claim-next", body, token);
+  }
+
+  static http::Request post(const std::string& path, const Json& body, const std::string& token) {
     http::Request request;
     request.method = "POST";
-    request.path = request.target = "/v1/tasks/claim-next";
+    request.path = request.target = path;
     request.bearer_token = token;
     request.body = body.dump();
     return request;
+  }
+
+  // The result body for `claim`, with `extra` fields.
+  static Json result_for(const Json& claim, const Json& extra = Json::object()) {
+    Json body = {{"lease_token", claim["lease_token"]},
+                 {"attempt", claim["attempt"]},
+                 {"execution_digest", claim["execution_digest"]},
+                 {"idempotency_key", "result-" + claim["task_id"].get<std::string>()},
+                 {"result", {{"ok", true}}}};
+    for (const auto& item : extra.items()) body[item.key()] = item.value();
+    return body;
   }
 
   // The answer, at once or once the long poll completes it.
@@ -127,6 +142,34 @@ TEST_F(ClaimWaitTest, StoppingAnswersEveryWaiterWithNoClaim) {
   EXPECT_EQ(body_of(first), (Json{{"claim", nullptr}}));
   EXPECT_EQ(body_of(second), (Json{{"claim", nullptr}}));
   EXPECT_EQ(body_of(after), (Json{{"claim", nullptr}}));
+}
+
+TEST_F(ClaimWaitTest, AResultWithClaimNextAlsoClaimsTheNextTask) {
+  // Given two queued tasks, we should accept the first one's result and claim the second in
+  // the same answer; with nothing left, the claim is null; a malformed claim_next is refused
+  // before the result is taken.
+  create_task("next-a");
+  create_task("next-b");
+  const Json first = Json::parse(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}}, agent_token_)).body)["claim"];
+  const Json next_of = {{"claim_next", {{"worker_id", "worker-wait"}}}};
+
+  const auto refused = api_.handle(
+      post("/v1/tasks/next-a/result",
+           result_for(first, {{"claim_next", {{"worker_id", "worker-wait"}, {"wait_ms", 5}}}}),
+           agent_token_));
+  const auto answered =
+      api_.handle(post("/v1/tasks/next-a/result", result_for(first, next_of), agent_token_));
+
+  EXPECT_EQ(Json::parse(refused.body), (Json{{"error", "REQUEST_FIELDS_INVALID"}}));
+  ASSERT_EQ(answered.status, 201) << answered.body;
+  const Json body = Json::parse(answered.body);
+  EXPECT_EQ(body["status"], "VERIFYING");
+  EXPECT_EQ(body["claim"]["task_id"], "next-b");
+  EXPECT_EQ(view("next-b")["claimed_by"], "worker-wait");
+  const auto last = api_.handle(
+      post("/v1/tasks/next-b/result", result_for(body["claim"], next_of), agent_token_));
+  EXPECT_EQ(Json::parse(last.body)["claim"], nullptr);
 }
 
 TEST_F(ClaimWaitTest, MalformedBodiesAndTheOwnerAreRefused) {
