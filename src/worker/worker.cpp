@@ -176,6 +176,9 @@ class Worker::Impl {
   // the binding the task persisted, this worker's capabilities and adapters, and the digest the
   // claim was made on.
   nlohmann::json validated(const nlohmann::json& claim) const {
+    if (!claim.contains("envelope") || !claim.contains("execution")) {
+      throw Error(ErrorCode::TASK_PERSISTED_BINDING_UNVERIFIED, "the claim carries no envelope");
+    }
     const auto binding = GovernedBinding::from_mapping(claim.at("execution"));
     const nlohmann::json capabilities = config_.capabilities;
     auto envelope = validate_execution_envelope(
