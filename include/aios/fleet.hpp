@@ -27,6 +27,7 @@
 namespace aios {
 
 namespace fleet {
+class AgentCache;
 class TaskFactsCache;
 class TaskViewCache;
 struct WorkerState;
@@ -218,6 +219,7 @@ class TaskPlane {
   TaskPlaneOptions options_;
   std::unique_ptr<fleet::TaskFactsCache> facts_;
   std::unique_ptr<fleet::TaskViewCache> views_;
+  std::unique_ptr<fleet::AgentCache> agents_;
   std::function<void()> queue_changed_;
   void queue_changed() const;
 

@@ -2,10 +2,13 @@
 // Shared pieces of the task plane's implementation: worker state as the fleet sees it, the
 // eligibility decision, and small row helpers. Call only inside a store transaction.
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -64,6 +67,31 @@ class TaskViewCache {
   };
   std::mutex mutex_;
   std::unordered_map<std::string, Entry> views_;  // by task_id
+};
+
+// Agents authenticated recently, by token hash, so a request does not read the agents table
+// and parse the grants every time. A revoke or rotate in this process clears it at once (the
+// generation keeps a lookup that raced the clear from filling it again); an entry also lapses
+// after kTtl, the bound on what a change made elsewhere can take to be seen. Thread-safe.
+class AgentCache {
+ public:
+  static constexpr std::chrono::seconds kTtl{1};
+  static constexpr std::size_t kMaxEntries = 4096;
+
+  std::optional<Agent> find(const std::string& token_sha256);
+  // The generation a lookup starts from; put() keeps its answer only if none was cleared since.
+  std::uint64_t generation();
+  void put(const std::string& token_sha256, const Agent& agent, std::uint64_t generation);
+  void clear();
+
+ private:
+  struct Entry {
+    Agent agent;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::mutex mutex_;
+  std::uint64_t generation_ = 0;
+  std::unordered_map<std::string, Entry> entries_;
 };
 
 std::optional<WorkerState> load_worker(store::Transaction& tx, const std::string& worker_id,

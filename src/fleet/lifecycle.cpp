@@ -358,6 +358,7 @@ nlohmann::json TaskPlane::revoke_agent_token(const std::string& agent_id) {
               {"revoked_at", revoked_at},
               {"released_tasks", release_claims_of(tx, agent_id, "AGENT_TOKEN_REVOKED", now)}};
   });
+  agents_->clear();  // the token is refused from this request on, not after a cache entry lapses
   log::info("AGENT_TOKEN_REVOKED",
             {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
   queue_changed();
@@ -375,6 +376,7 @@ nlohmann::json TaskPlane::rotate_agent_token(const std::string& agent_id) {
               {"token", token},
               {"released_tasks", release_claims_of(tx, agent_id, "AGENT_TOKEN_ROTATED", now)}};
   });
+  agents_->clear();  // the token is refused from this request on, not after a cache entry lapses
   log::info("AGENT_TOKEN_ROTATED",
             {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
   queue_changed();

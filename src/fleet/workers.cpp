@@ -94,7 +94,8 @@ TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPl
       environment_(environment),
       options_(options),
       facts_(std::make_unique<fleet::TaskFactsCache>()),
-      views_(std::make_unique<fleet::TaskViewCache>()) {}
+      views_(std::make_unique<fleet::TaskViewCache>()),
+      agents_(std::make_unique<fleet::AgentCache>()) {}
 
 TaskPlane::~TaskPlane() = default;
 
@@ -120,9 +121,41 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
           {"token", token}};
 }
 
+std::optional<Agent> fleet::AgentCache::find(const std::string& token_sha256) {
+  const std::lock_guard lock(mutex_);
+  const auto it = entries_.find(token_sha256);
+  if (it == entries_.end()) return std::nullopt;
+  if (std::chrono::steady_clock::now() >= it->second.until) {
+    entries_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.agent;
+}
+
+std::uint64_t fleet::AgentCache::generation() {
+  const std::lock_guard lock(mutex_);
+  return generation_;
+}
+
+void fleet::AgentCache::put(const std::string& token_sha256, const Agent& agent,
+                            std::uint64_t generation) {
+  const std::lock_guard lock(mutex_);
+  if (generation != generation_) return;
+  if (entries_.size() >= kMaxEntries) entries_.clear();
+  entries_[token_sha256] = {agent, std::chrono::steady_clock::now() + kTtl};
+}
+
+void fleet::AgentCache::clear() {
+  const std::lock_guard lock(mutex_);
+  ++generation_;
+  entries_.clear();
+}
+
 std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
   if (token.empty()) return std::nullopt;
   const std::string hash = sha256_hex(token);
+  if (auto cached = agents_->find(hash)) return cached;
+  const auto generation = agents_->generation();
   std::optional<Agent> agent;
   store_.read([&](store::Transaction& tx) {
     const auto record = tx.live_agent_by_token(hash);
@@ -132,6 +165,7 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
                     fleet::parse_column(record->granted_tenants_json, empty)};
     }
   });
+  if (agent) agents_->put(hash, *agent, generation);
   return agent;
 }
 

@@ -29,6 +29,26 @@ class AuthorizationTest : public PlaneTest {
   Json claimed_;
 };
 
+TEST_F(AuthorizationTest, ARevokedOrRotatedTokenIsRefusedAtOnceThoughJustAuthenticated) {
+  // Given tokens that have just authenticated (and so are remembered), we should refuse a
+  // revoked one and a rotated one on the very next call, and accept the rotated-to token.
+  const Json first = plane_.create_agent(
+      {{"agent_id", "agent-cached-1"}, {"granted_capabilities", {"code.read"}}});
+  const Json second = plane_.create_agent(
+      {{"agent_id", "agent-cached-2"}, {"granted_capabilities", {"code.read"}}});
+  ASSERT_TRUE(plane_.authenticate_agent(first["token"]).has_value());
+  ASSERT_TRUE(plane_.authenticate_agent(second["token"]).has_value());
+
+  plane_.revoke_agent_token("agent-cached-1");
+  const Json rotated = plane_.rotate_agent_token("agent-cached-2");
+
+  EXPECT_FALSE(plane_.authenticate_agent(first["token"]).has_value());
+  EXPECT_FALSE(plane_.authenticate_agent(second["token"]).has_value());
+  const auto renewed = plane_.authenticate_agent(rotated["token"]);
+  ASSERT_TRUE(renewed.has_value());
+  EXPECT_EQ(renewed->agent_id, "agent-cached-2");
+}
+
 TEST_F(AuthorizationTest, AnotherAgentCannotReadTheClaim) {
   // Given a task claimed by the owner agent's worker, we should show it and its events to that
   // agent and answer TASK_NOT_FOUND to any other agent, as for a task that does not exist.
