@@ -188,10 +188,11 @@ def idle_fleet(build, suite, state, control, seconds, tasks):
             ready="WORKER_READY")
         workers.append(worker)
     time.sleep(1)
-    pids = [scheduler.pid] + [worker.pid for worker in workers]
-    before = sum(cpu_seconds(pid) for pid in pids)
+    before_scheduler = cpu_seconds(scheduler.pid)
+    before_workers = sum(cpu_seconds(worker.pid) for worker in workers)
     time.sleep(seconds)
-    idle_core = (sum(cpu_seconds(pid) for pid in pids) - before) / seconds
+    scheduler_core = (cpu_seconds(scheduler.pid) - before_scheduler) / seconds
+    workers_core = (sum(cpu_seconds(worker.pid) for worker in workers) - before_workers) / seconds
     pickups = []
     oid = "a" * 40
     for i in range(tasks):
@@ -206,7 +207,9 @@ def idle_fleet(build, suite, state, control, seconds, tasks):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             events = call(port, control, "GET", f"/v1/tasks/{task}/events", None)["events"]
-            times = {e["event_type"]: e["created_at"] for e in events}
+            times = {}
+            for event in events:  # the first of each: a released task is claimed again
+                times.setdefault(event["event_type"], event["created_at"])
             if "TASK_CLAIMED" in times:
                 pickups.append(1000 * (parse_time(times["TASK_CLAIMED"]) -
                                        parse_time(times["TASK_CREATED"])))
@@ -215,7 +218,9 @@ def idle_fleet(build, suite, state, control, seconds, tasks):
         time.sleep(0.3)
     pickups.sort()
     return {"workers": len(workers), "idle_seconds": seconds,
-            "idle_cpu_percent_of_a_core": 100 * idle_core,
+            "idle_cpu_percent_of_a_core": 100 * (scheduler_core + workers_core),
+            "idle_scheduler_percent": 100 * scheduler_core,
+            "idle_workers_percent": 100 * workers_core,
             "pickup_samples": len(pickups),
             "pickup_p50_ms": pickups[len(pickups) // 2] if pickups else None,
             "pickup_max_ms": pickups[-1] if pickups else None}

@@ -262,7 +262,7 @@ class Connection final {
 
 // One request on a new connection, closed afterwards. `url` as for parse_http_url; its
 // target is sent. Throws as parse_http_url and Connection::request, and HTTP_CLIENT_CANCELLED
-// when `cancel` turns true while it waits (seen within 50 ms; the connection is closed, so a
+// when `cancel` turns true while it waits (seen within 250 ms; the connection is closed, so a
 // long poll's server sees its client go).
 ClientResponse request(std::string_view method, std::string_view url, std::string_view bearer_token,
                        std::string_view body, std::chrono::milliseconds timeout,

@@ -59,10 +59,13 @@ class ClaimWaiters {
   ClaimWaiters(const ClaimWaiters&) = delete;
   ClaimWaiters& operator=(const ClaimWaiters&) = delete;
 
+  // How many notify() calls there were: read before the caller's own first claim attempt and
+  // given to wait(), so a task that became claimable in between is tried for at once.
+  std::uint64_t version();
   // `gone` says the caller went away: then the waiter is answered (unheard) without a claim.
   void wait(const Agent& agent, std::string worker_id,
-            std::chrono::steady_clock::time_point deadline, std::function<bool()> gone,
-            Answer answer);
+            std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
+            std::function<bool()> gone, Answer answer);
   // Something may have become claimable: every waiter tries again now.
   void notify();
   // Answers every waiter with no claim and refuses new ones (each is answered at once).
@@ -89,6 +92,7 @@ class ClaimWaiters {
   std::condition_variable wake_;
   std::vector<Waiter> waiters_;
   std::size_t in_hand_ = 0;  // waiters the thread is settling outside the lock
+  std::uint64_t version_ = 0;
   bool changed_ = false;
   bool arrived_ = false;
   bool stopping_ = false;

@@ -64,8 +64,9 @@ struct WorkerConfig {
   std::chrono::milliseconds heartbeat_interval{10000};
   std::chrono::milliseconds http_timeout{30000};
   // How long one POST /v1/tasks/claim-next waits at the Task API for work (the long poll); the
-  // call's timeout is http_timeout beyond it. 0: answered at once, idle rounds back off.
-  std::chrono::milliseconds claim_wait{2000};
+  // call's timeout is http_timeout beyond it, and a stop gives it up within 250 ms. 0: answered
+  // at once, idle rounds back off.
+  std::chrono::milliseconds claim_wait{10000};
   // Fault injection for crash tests: the worker kills itself with SIGKILL right after this
   // checkpoint phase is durable (AIOS_WORKER_FAULT_KILL_AFTER_PHASE). Empty: never.
   std::string kill_after_phase;

@@ -13,12 +13,19 @@ ClaimWaiters::~ClaimWaiters() {
   thread_.join();
 }
 
+std::uint64_t ClaimWaiters::version() {
+  const std::lock_guard lock(mutex_);
+  return version_;
+}
+
 void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
-                        std::chrono::steady_clock::time_point deadline, std::function<bool()> gone,
-                        Answer answer) {
+                        std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
+                        std::function<bool()> gone, Answer answer) {
   {
     const std::lock_guard lock(mutex_);
     if (!stopping_) {
+      // A signal since the caller's own attempt may have been taken before this waiter was in.
+      if (version_ != seen_version) changed_ = true;
       waiters_.push_back(
           {agent, std::move(worker_id), deadline, std::move(gone), std::move(answer)});
       arrived_ = true;  // its deadline may come before the thread's next wake
@@ -31,6 +38,7 @@ void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
 
 void ClaimWaiters::notify() {
   const std::lock_guard lock(mutex_);
+  ++version_;
   changed_ = true;
   wake_.notify_one();
 }

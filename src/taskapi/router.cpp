@@ -130,12 +130,13 @@ http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& bod
     return http::json_response(200,
                                {{"claim", claim ? std::move(*claim) : nlohmann::json(nullptr)}});
   };
+  const auto seen = waiters_.version();
   auto claim = plane_.claim_next(agent, id, resolver_);
   if (claim || wait_ms == 0) return answer(std::move(claim));
   const auto started = std::chrono::steady_clock::now();
   auto later = std::make_shared<http::Later>();
   waiters_.wait(
-      agent, id, started + std::chrono::milliseconds(wait_ms),
+      agent, id, started + std::chrono::milliseconds(wait_ms), seen,
       [later] { return later->abandoned(); },
       [this, later, answer, started](std::optional<nlohmann::json> found, const Error* error) {
         auto response = error != nullptr ? http::error_response(*error) : answer(std::move(found));

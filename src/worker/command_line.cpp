@@ -120,7 +120,7 @@ WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<V
       ->capture_default_str();
   app.add_option("--claim-wait-ms", v.claim_wait_ms,
                  "How long one claim-next waits at the Task API for a task to become\n"
-                 "claimable (a long poll; a stop waits at most this long for it); 0: no\n"
+                 "claimable (a long poll; a stop gives it up within 250 ms); 0: no\n"
                  "wait, poll with the idle backoff instead")
       ->envname("AIOS_WORKER_CLAIM_WAIT_MS")
       ->check(CLI::Range(0, 30000))

@@ -5,6 +5,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "aios/taskapi.hpp"
 #include "fleet/fleet_fixture.hpp"
@@ -113,6 +114,28 @@ TEST_F(ClaimWaitTest, AWaiterWhoseCallerWentAwayClaimsNothing) {
 
   EXPECT_EQ(body_of(answer), (Json{{"claim", nullptr}}));
   EXPECT_EQ(view("wait-gone")["status"], "QUEUED");
+}
+
+TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
+  // Given a task that became claimable after the caller's own attempt but before its waiter
+  // was in (the signal already taken), we should claim it at once, not at the next signal: the
+  // recheck is an hour away and the wait 20 s.
+  ClaimWaiters waiters(plane_, nullptr, std::chrono::hours(1));
+  const auto agent = plane_.authenticate_agent(agent_token_);
+  ASSERT_TRUE(agent.has_value());
+  const auto seen = waiters.version();
+  create_task("wait-raced");
+  waiters.notify();  // the signal of that task, with no waiter in yet
+  // Time for the waiters' thread to take that signal with nobody to try for.
+  std::this_thread::sleep_for(50ms);
+  std::promise<std::optional<Json>> claimed;
+
+  waiters.wait(*agent, "worker-wait", std::chrono::steady_clock::now() + 20s, seen, nullptr,
+               [&](std::optional<Json> claim, const Error*) { claimed.set_value(claim); });
+
+  const auto claim = claimed.get_future().get();
+  ASSERT_TRUE(claim.has_value());
+  EXPECT_EQ((*claim)["task_id"], "wait-raced");
 }
 
 TEST_F(ClaimWaitTest, AWaitEndsWithNoClaimAtItsDeadline) {
