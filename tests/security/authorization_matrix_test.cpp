@@ -261,6 +261,11 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
            return Call{"/v1/tasks/poll", {{"worker_id", "worker-a"}, {"limit", 5}}};
          },
          claimant("WORKER_AGENT_MISMATCH")},
+        {"POST /v1/tasks/claim-next (with agent A's worker)", Port::kTaskApi, "POST",
+         [](const std::string&) {
+           return Call{"/v1/tasks/claim-next", {{"worker_id", "worker-a"}}};
+         },
+         claimant("WORKER_AGENT_MISMATCH")},
         {"GET /v1/tasks/{id}", Port::kTaskApi, "GET",
          [this](const std::string& id) {
            claimed_by_a(id);
@@ -420,7 +425,7 @@ TEST_F(AuthorizationMatrixTest, OnlyTheDocumentedRoleSucceedsAndRefusalsWriteNot
       EXPECT_EQ(footprint(), before) << "a refused call wrote to the database";
     }
   }
-  EXPECT_EQ(cells, 28 * 5);
+  EXPECT_EQ(cells, 29 * 5);
 }
 
 TEST_F(AuthorizationMatrixTest, AnAgentNeverSeesAnotherAgentsClaimInListsOrPolls) {
