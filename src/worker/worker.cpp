@@ -97,10 +97,10 @@ class Worker::Impl {
       claim = std::move(*next_claim_);
       next_claim_.reset();
     } else {
-      const nlohmann::json body = {{"worker_id", worker_id_},
-                                   {"wait_ms", config_.claim_wait.count()}};
-      claim = api_.require("POST", "/v1/tasks/claim-next", &body,
-                           {.extra = config_.claim_wait, .cancel = stop_})
+      // --once (no serve loop) looks once, as a poll did; the serve loop waits at the Task API.
+      const auto wait = stop_ != nullptr ? config_.claim_wait : std::chrono::milliseconds(0);
+      const nlohmann::json body = {{"worker_id", worker_id_}, {"wait_ms", wait.count()}};
+      claim = api_.require("POST", "/v1/tasks/claim-next", &body, {.extra = wait, .cancel = stop_})
                   .at("claim");
     }
     if (claim.is_null()) return std::nullopt;
