@@ -99,6 +99,18 @@ def peers_section(p):
             f"enqueue and lifecycle): by library {libraries}. Hottest symbols: {symbols}.",
             "",
         ]
+        if profile.get("by_step"):
+            where += [
+                "The same recording by the step each sample's call stack was in (the first, from "
+                "the innermost frame out, of: a transaction body by the task plane's step, the "
+                "group commit around the bodies, the write queue, a read transaction; else the "
+                "HTTP work around the store):",
+                "",
+                "| step | share of the scheduler's CPU |",
+                "| --- | ---: |",
+                *(f"| {row['name']} | {row['share']:.1f} % |" for row in profile["by_step"]),
+                "",
+            ]
     per_job = 1000 / ours["lifecycle_per_second"] if ours["lifecycle_per_second"] else 0
     analysis = [
         "Why the lifecycle misses: a job here is four fsync'd transitions (create, claim-next, "

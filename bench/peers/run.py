@@ -15,10 +15,12 @@ default /var/cache/aios-bench-peers) and run on the Node that scripts/install-re
 every system once at tiny sizes (CI: the harness keeps working; nothing is measured).
 """
 import argparse
+import collections
 import datetime
 import json
 import os
 import pwd
+import re
 import signal
 import shutil
 import socket
@@ -227,7 +229,7 @@ def idle_fleet(build, suite, state, control, seconds, tasks):
 
 
 def perf_profile(data):
-    """Self cost by library and the hottest symbols of a perf recording."""
+    """Self cost by library, the hottest symbols, and where the CPU goes by the store's steps."""
     def report(sort, limit):
         text = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--stdio",
                                "-g", "none", "--sort", sort], capture_output=True, text=True).stdout
@@ -240,7 +242,43 @@ def perf_profile(data):
             if len(rows) == limit:
                 break
         return rows
-    return {"by_library": report("dso", 6), "symbols": report("dso,sym", 12)}
+    return {"by_library": report("dso", 6), "symbols": report("dso,sym", 12),
+            "by_step": by_step(data)}
+
+
+TASK_PLANE = re.compile(r"aios::TaskPlane::(\w+)")
+STEP_NAMES = {"submit_result_with": "result", "verify": "verification", "create": "create"}
+
+
+def by_step(data):
+    """Each sample's share, given to the first of the store's steps its stack falls in from the
+    innermost frame out: a transaction body (by the task plane's step), the group commit
+    around the bodies, the write queue, a read transaction; else the HTTP work around them."""
+    text = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip,sym"],
+                          capture_output=True, text=True).stdout
+    shares = collections.Counter()
+    total = 0
+    for sample in text.split("\n\n"):
+        frames = [line.strip() for line in sample.strip().splitlines() if line.strip()]
+        if frames:
+            total += 1
+            shares[step_of(frames)] += 1
+    return [{"name": name, "share": 100 * count / total} for name, count in shares.most_common()]
+
+
+def step_of(frames):
+    for i, frame in enumerate(frames):
+        if "Database::Writer::commit_from" in frame:
+            inner = [m.group(1) for m in map(TASK_PLANE.search, frames[:i]) if m]
+            if not inner:
+                return "the commit: BEGIN, SAVEPOINT, COMMIT (WAL frame writes, fsync)"
+            step = "claim" if {"claim_next_in", "commit_claim"} & set(inner) else inner[-1]
+            return "transaction body: " + STEP_NAMES.get(step, step)
+        if "Database::Writer::write" in frame:
+            return "the write queue (waiting for and handing over the leader)"
+        if "Database::read" in frame:
+            return "read transactions"
+    return "HTTP around the store: parsing, routing, authentication, answers"
 
 
 def summary(runs, jobs):
@@ -261,6 +299,34 @@ def summary(runs, jobs):
     }
 
 
+def run_ours(args, suite, state, node, peers_home, common, run):
+    """One run of ours on a fresh scheduler: the client's figures, and perf's profile when asked."""
+    control = (state / "control.token").read_text()
+    scheduler, ready = suite.start(f"scheduler-{run}", [
+        str(args.build / "daemons" / "aios-task-scheduler"), "--db",
+        str(state / f"ours-{run}.sqlite3"), "--control-token-file", str(state / "control.token"),
+        "--api-port", "0", "--bridge-port", "0", "--authority-git-dir",
+        str(state / "authority.git")], ready="TASK_API_LISTENING")
+    perf = profile = None
+    if args.profile and run == 0 and shutil.which("perf"):
+        # Call graphs from DWARF (the build keeps no frame pointers), sampled at 499 Hz to keep
+        # the recording small.
+        perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph",
+                                 "dwarf,16384", "-o", str(state / "ours.perf"),
+                                 "-p", str(scheduler.pid)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    measured = run_client(node, peers_home, {
+        **common, "system": "ours", "port": ready["port"], "control": control,
+        "prefix": f"r{run}", "server_pid": scheduler.pid})
+    if perf:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(timeout=60)
+        profile = perf_profile(state / "ours.perf")
+    scheduler.terminate()
+    scheduler.wait(timeout=30)
+    return measured, profile
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--build", type=Path, required=True, help="the build directory")
@@ -270,9 +336,15 @@ def main():
     parser.add_argument("--profile", action="store_true",
                         help="record the scheduler with perf over the first run of ours and "
                              "report where its CPU goes")
+    parser.add_argument("--systems", default="ours,graphile,pgboss,bullmq",
+                        help="which systems to run, comma-separated (default: all four; "
+                             "--write needs all four)")
     parser.add_argument("--write", type=Path,
                         help="also rewrite this page's job-queue section (docs/performance.md)")
     args = parser.parse_args()
+    systems = args.systems.split(",")
+    if args.write and sorted(systems) != sorted(["ours", "graphile", "pgboss", "bullmq"]):
+        parser.error("--write needs every system")
     jobs, runs = (40, 1) if args.smoke else (args.jobs, args.runs)
     latency_jobs = 10 if args.smoke else 200
     peers_home = Path(os.environ.get("AIOS_BENCH_PEERS_HOME", "/var/cache/aios-bench-peers"))
@@ -286,49 +358,39 @@ def main():
     results = {}
     fleet = profile = None
     try:
-        pg = Postgres(state)
-        redis = Redis(state)
+        if {"graphile", "pgboss"} & set(systems):
+            pg = Postgres(state)
+        if "bullmq" in systems:
+            redis = Redis(state)
         control = os.urandom(20).hex()
         (state / "control.token").write_text(control)
         subprocess.run(["git", "init", "-q", "--bare", str(state / "authority.git")], check=True)
         common = {"jobs": jobs, "workers": 8, "latency_jobs": latency_jobs,
                   "latency_gap_ms": 10}
-        per_system = {"ours": [], "graphile": [], "pgboss": [], "bullmq": []}
+        per_system = {system: [] for system in systems}
         for run in range(runs):
             # Interleaved, so that every system sees the same machine over the sitting.
-            db = state / f"ours-{run}.sqlite3"
-            scheduler, ready = suite.start(f"scheduler-{run}", [
-                str(args.build / "daemons" / "aios-task-scheduler"), "--db", str(db),
-                "--control-token-file", str(state / "control.token"), "--api-port", "0",
-                "--bridge-port", "0", "--authority-git-dir", str(state / "authority.git")],
-                ready="TASK_API_LISTENING")
-            perf = None
-            if args.profile and run == 0 and shutil.which("perf"):
-                perf = subprocess.Popen(["perf", "record", "-q", "-o", str(state / "ours.perf"),
-                                         "-p", str(scheduler.pid)], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
-            per_system["ours"].append(run_client(node, peers_home, {
-                **common, "system": "ours", "port": ready["port"], "control": control,
-                "prefix": f"r{run}", "server_pid": scheduler.pid}))
-            if perf:
-                perf.send_signal(signal.SIGINT)
-                perf.wait(timeout=60)
-                profile = perf_profile(state / "ours.perf")
-            scheduler.terminate()
-            scheduler.wait(timeout=30)
+            if "ours" in systems:
+                measured, run_profile = run_ours(args, suite, state, node, peers_home, common, run)
+                per_system["ours"].append(measured)
+                profile = profile or run_profile
             for system in ("graphile", "pgboss"):
+                if system not in systems:
+                    continue
                 database = f"{system}{run}"
                 pg.create(database)
                 per_system[system].append(run_client(node, peers_home, {
                     **common, "system": system, "pg": pg.url(database), "prefix": f"r{run}",
                     "server_pid": pg.pid}))
-            per_system["bullmq"].append(run_client(node, peers_home, {
-                **common, "system": "bullmq", "redis_port": redis.port, "prefix": f"r{run}",
-                "server_pid": redis.proc.pid}))
+            if "bullmq" in systems:
+                per_system["bullmq"].append(run_client(node, peers_home, {
+                    **common, "system": "bullmq", "redis_port": redis.port, "prefix": f"r{run}",
+                    "server_pid": redis.proc.pid}))
         for system, measured in per_system.items():
             results[system] = summary(measured, jobs)
-        fleet = idle_fleet(args.build, suite, state, control, 2 if args.smoke else 10,
-                           2 if args.smoke else 8)
+        if "ours" in systems:
+            fleet = idle_fleet(args.build, suite, state, control, 2 if args.smoke else 10,
+                               2 if args.smoke else 8)
     finally:
         suite.stop()
         for server in (pg, redis):
