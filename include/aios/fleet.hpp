@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -183,6 +184,18 @@ class TaskPlane {
                            const nlohmann::json& body);
   std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,
                                                const nlohmann::json& body);
+  // submit_result, then claim_next for `worker_id` in the same transaction (one commit, so a
+  // busy worker's step from one job to the next costs one fsync): the result stands whatever
+  // the claim meets, and the claim's error, if any, is kept apart.
+  struct ResultThenClaim {
+    int status = 0;
+    nlohmann::json response;
+    std::optional<nlohmann::json> claim;
+    std::exception_ptr claim_error;
+  };
+  ResultThenClaim submit_result_then_claim(const Agent& agent, const std::string& task_id,
+                                           const nlohmann::json& body, const std::string& worker_id,
+                                           fleet::ClaimResolver* resolver);
   nlohmann::json release(const Agent& agent, const std::string& task_id,
                          const nlohmann::json& body);
 
@@ -239,6 +252,21 @@ class TaskPlane {
     std::string claim_id;
   };
   ClaimGrant new_grant();
+  // claim_next's work in the caller's transaction.
+  std::optional<nlohmann::json> claim_next_in(store::Transaction& tx, const Agent& agent,
+                                              const std::string& worker_id,
+                                              fleet::ClaimResolver* resolver,
+                                              const ClaimGrant& grant, bool liveness);
+  // Resolves `row`'s envelope (with a resolver) and claims it for `worker`; nullopt, logged,
+  // when its envelope does not resolve to the task's digest.
+  std::optional<nlohmann::json> try_claim(store::Transaction& tx, const fleet::WorkerState& worker,
+                                          const store::TaskRow& row, const Agent& agent,
+                                          fleet::ClaimResolver* resolver, const ClaimGrant& grant);
+  // submit_result, with `then` (when not null) run after it in its transaction, its error
+  // returned in `then_error` (store::Store::write_then).
+  std::pair<int, nlohmann::json> submit_result_with(
+      const Agent& agent, const std::string& task_id, const nlohmann::json& body,
+      const std::function<void(store::Transaction&)>* then, std::exception_ptr* then_error);
   // The claim CAS of an eligible QUEUED `row` for `worker`, its reservation and TASK_CLAIMED
   // event, in the caller's transaction; the claim's answer.
   nlohmann::json commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,

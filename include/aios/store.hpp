@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -391,6 +392,12 @@ class Store {
   // exception from `body` rolls back all of its writes and propagates. STORE_BUSY,
   // STORE_FULL or STORE_FAILURE when the backend fails.
   virtual void write(const std::function<void(Transaction&)>& body) = 0;
+  // `body`, then `then` in the same write transaction, durable together: two steps where the
+  // second may fail alone. When `then` throws, its writes alone roll back, `body`'s commit and
+  // its error is returned (nullptr when both committed); when `body` throws, `then` does not
+  // run, nothing commits and the error propagates. Both may be re-run as write's body may.
+  virtual std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
+                                        const std::function<void(Transaction&)>& then) = 0;
   // Runs `body` against one consistent snapshot.
   virtual void read(const std::function<void(Transaction&)>& body) = 0;
 

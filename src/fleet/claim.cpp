@@ -38,8 +38,8 @@ fleet::WorkerState claimant(const fleet::WorkerState& worker, double now) {
   return live;
 }
 
-// How many eligible tasks one claim_next holds in hand: more than the few whose envelope may
-// fail to resolve, few enough that a long queue is not copied.
+// How many candidates one claim_next tries at most: more than the few whose envelope may fail
+// to resolve, few enough that a queue of unresolvable tasks is not read again and again.
 constexpr std::size_t kClaimCandidates = 16;
 
 }  // namespace
@@ -159,61 +159,88 @@ std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
   const ClaimGrant grant = new_grant();
   std::optional<nlohmann::json> response;
   store_.write([&](store::Transaction& tx) {
-    response.reset();
-    const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
-    const auto live = claimant(worker, grant.now);
-    // A worker that can take nothing now is answered before the queue is read.
-    if (!fleet::open_for_claims(live, grant.now)) {
-      if (liveness && liveness_due(worker, grant.now)) tx.touch_worker(worker_id, grant.now);
-      return;
-    }
-    // Candidates in the poll's order: a retry goes to another failure domain first.
-    const auto failed_here = tx.tasks_failed_in_domain(worker.failure_domain);
-    std::vector<store::TaskRow> first;
-    std::vector<store::TaskRow> deferred;
-    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
-      if (row.attempt < row.max_attempts &&
-          fleet::ineligibility_reasons(live, row, facts_->get(row), false, grant.now, options_)
-              .empty() &&
-          !tx.task_quarantined(row.task_id, worker_id, grant.now)) {
-        auto& list = failed_here.contains(row.task_id) ? deferred : first;
-        if (list.size() < kClaimCandidates) list.push_back(row);
-      }
-      return first.size() < kClaimCandidates;
-    });
-    std::move(deferred.begin(), deferred.end(), std::back_inserter(first));
-    for (const auto& row : first) {
-      std::optional<fleet::ClaimResolver::Resolved> resolved;
-      if (resolver != nullptr) {
-        try {
-          resolved = resolver->resolve(tx, row, agent);
-          // Another digest than the task's (a plan registered since, awaiting the owner's
-          // rebind) is one the worker would refuse: the task is left QUEUED for the rebind.
-          if (resolved->envelope.value("execution_digest", "") !=
-              facts_->get(row).execution_digest) {
-            throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
-          }
-        } catch (const Error& error) {
-          note_unresolved(row, worker_id, error);
-          continue;
-        }
-      }
-      auto claimed = commit_claim(tx, worker, row, agent, grant);
-      if (resolved) {
-        auto claimed_row = row;
-        claimed_row.attempt += 1;
-        resolver->record(tx, claimed_row, worker_id, *resolved, agent, grant.now_iso);
-        claimed["envelope"] = std::move(resolved->envelope);
-        // The binding the worker checks the envelope against, as the task persisted it.
-        claimed["execution"] = fleet::execution_of(row);
-      }
-      response = std::move(claimed);
-      return;
-    }
-    if (liveness && liveness_due(worker, grant.now)) tx.touch_worker(worker_id, grant.now);
+    response = claim_next_in(tx, agent, worker_id, resolver, grant, liveness);
   });
   if (response) environment_.faults.point("scheduler_claim_committed");
   return response;
+}
+
+std::optional<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, const Agent& agent,
+                                                       const std::string& worker_id,
+                                                       fleet::ClaimResolver* resolver,
+                                                       const ClaimGrant& grant, bool liveness) {
+  const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
+  const auto live = claimant(worker, grant.now);
+  // A worker that can take nothing now is answered before the queue is read.
+  if (!fleet::open_for_claims(live, grant.now)) {
+    if (liveness && liveness_due(worker, grant.now)) tx.touch_worker(worker_id, grant.now);
+    return std::nullopt;
+  }
+  // Candidates in the poll's order: a retry goes to another failure domain first. A claim takes
+  // one task, so the queue is read only up to the first candidate, and read again past the
+  // ones tried when a candidate's envelope does not resolve (rare: a plan awaiting a rebind).
+  const auto failed_here = tx.tasks_failed_in_domain(worker.failure_domain);
+  std::set<std::string> tried;
+  while (tried.size() < kClaimCandidates) {
+    std::vector<store::TaskRow> candidates;
+    std::vector<store::TaskRow> deferred;
+    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+      if (tried.contains(row.task_id) || row.attempt >= row.max_attempts ||
+          !fleet::ineligibility_reasons(live, row, facts_->get(row), false, grant.now, options_)
+               .empty() ||
+          tx.task_quarantined(row.task_id, worker_id, grant.now)) {
+        return true;
+      }
+      if (!failed_here.contains(row.task_id)) {
+        candidates.push_back(row);
+        return false;
+      }
+      if (deferred.size() < kClaimCandidates) deferred.push_back(row);
+      return true;
+    });
+    // None outside this domain's failures: the whole queue was read, so the deferred are all.
+    const bool whole_queue = candidates.empty();
+    if (whole_queue) candidates = std::move(deferred);
+    for (const auto& row : candidates) {
+      if (tried.size() >= kClaimCandidates) break;
+      tried.insert(row.task_id);
+      if (auto claimed = try_claim(tx, worker, row, agent, resolver, grant)) return claimed;
+    }
+    if (whole_queue) break;
+  }
+  if (liveness && liveness_due(worker, grant.now)) tx.touch_worker(worker_id, grant.now);
+  return std::nullopt;
+}
+
+std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
+                                                   const fleet::WorkerState& worker,
+                                                   const store::TaskRow& row, const Agent& agent,
+                                                   fleet::ClaimResolver* resolver,
+                                                   const ClaimGrant& grant) {
+  std::optional<fleet::ClaimResolver::Resolved> resolved;
+  if (resolver != nullptr) {
+    try {
+      resolved = resolver->resolve(tx, row, agent);
+      // Another digest than the task's (a plan registered since, awaiting the owner's
+      // rebind) is one the worker would refuse: the task is left QUEUED for the rebind.
+      if (resolved->envelope.value("execution_digest", "") != facts_->get(row).execution_digest) {
+        throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
+      }
+    } catch (const Error& error) {
+      note_unresolved(row, worker.worker_id, error);
+      return std::nullopt;
+    }
+  }
+  auto claimed = commit_claim(tx, worker, row, agent, grant);
+  if (resolved) {
+    auto claimed_row = row;
+    claimed_row.attempt += 1;
+    resolver->record(tx, claimed_row, worker.worker_id, *resolved, agent, grant.now_iso);
+    claimed["envelope"] = std::move(resolved->envelope);
+    // The binding the worker checks the envelope against, as the task persisted it.
+    claimed["execution"] = fleet::execution_of(row);
+  }
+  return claimed;
 }
 
 void TaskPlane::note_unresolved(const store::TaskRow& row, const std::string& worker_id,

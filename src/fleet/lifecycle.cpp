@@ -1,3 +1,6 @@
+#include <functional>
+#include <tuple>
+
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
@@ -145,6 +148,30 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
 std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                                                         const std::string& task_id,
                                                         const nlohmann::json& body) {
+  return submit_result_with(agent, task_id, body, nullptr, nullptr);
+}
+
+TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(const Agent& agent,
+                                                               const std::string& task_id,
+                                                               const nlohmann::json& body,
+                                                               const std::string& worker_id,
+                                                               fleet::ClaimResolver* resolver) {
+  if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
+  const ClaimGrant grant = new_grant();
+  ResultThenClaim out;
+  const std::function<void(store::Transaction&)> claim = [&](store::Transaction& tx) {
+    out.claim = claim_next_in(tx, agent, worker_id, resolver, grant, /*liveness=*/true);
+  };
+  std::tie(out.status, out.response) =
+      submit_result_with(agent, task_id, body, &claim, &out.claim_error);
+  if (out.claim_error) out.claim.reset();
+  if (out.claim) environment_.faults.point("scheduler_claim_committed");
+  return out;
+}
+
+std::pair<int, nlohmann::json> TaskPlane::submit_result_with(
+    const Agent& agent, const std::string& task_id, const nlohmann::json& body,
+    const std::function<void(store::Transaction&)>* then, std::exception_ptr* then_error) {
   envelope::require_exact_keys(
       body, {"lease_token", "attempt", "execution_digest", "idempotency_key", "result"},
       ErrorCode::REQUEST_FIELDS_INVALID);
@@ -167,7 +194,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   const std::string now_iso = format_iso8601(now);
   int status = 201;
   nlohmann::json response;
-  store_.write([&](store::Transaction& tx) {
+  const std::function<void(store::Transaction&)> result_body = [&](store::Transaction& tx) {
     if (const auto replay = tx.load_result(task_id, key.get<std::string>())) {
       // Only the agent that submitted may replay: another learns nothing of the task.
       if (replay->agent_id != agent.agent_id) fail(ErrorCode::LEASE_INVALID);
@@ -202,7 +229,12 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                 {"attempt", attempt}, {"result_sha256", result_sha}, {"idempotent", false}};
     tx.insert_result({task_id, key.get<std::string>(), attempt, agent.agent_id, request_sha,
                       canonical_json(response), now_iso});
-  });
+  };
+  if (then != nullptr) {
+    *then_error = store_.write_then(result_body, *then);
+  } else {
+    store_.write(result_body);
+  }
   if (status == 201) environment_.faults.point("scheduler_result_committed");
   if (status == 201) queue_changed();  // the claim's slot is free
   return {status, response};

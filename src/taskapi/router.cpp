@@ -102,21 +102,25 @@ http::Response TaskApi::result(const Agent& agent, const std::string& task_id,
     next_worker = fleet::worker_id_of(*next);
     body.erase(next);
   }
-  auto [status, response] = plane_.submit_result(agent, task_id, body);
-  if (status == 201) metrics_.count_result();
-  if (!next_worker.empty()) {
-    std::optional<nlohmann::json> claim;
-    // The result stands whatever the claim meets; the worker hears of a refusal at its next
-    // claim-next.
+  if (next_worker.empty()) {
+    auto [status, response] = plane_.submit_result(agent, task_id, body);
+    if (status == 201) metrics_.count_result();
+    return http::json_response(status, response);
+  }
+  auto out = plane_.submit_result_then_claim(agent, task_id, body, next_worker, resolver_);
+  if (out.status == 201) metrics_.count_result();
+  // The result stands whatever the claim met; the worker hears of a refusal at its next
+  // claim-next.
+  if (out.claim_error) {
     try {
-      claim = plane_.claim_next(agent, next_worker, resolver_);
+      std::rethrow_exception(out.claim_error);
     } catch (const Error& error) {
       log::warn("RESULT_CLAIM_NEXT_REFUSED", {{"worker_id", next_worker}, {"error", error.code()}});
     }
-    if (claim) metrics_.count_claim();
-    response["claim"] = claim ? std::move(*claim) : nlohmann::json(nullptr);
   }
-  return http::json_response(status, response);
+  if (out.claim) metrics_.count_claim();
+  out.response["claim"] = out.claim ? std::move(*out.claim) : nlohmann::json(nullptr);
+  return http::json_response(out.status, out.response);
 }
 
 http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& body) {

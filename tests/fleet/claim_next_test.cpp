@@ -18,8 +18,10 @@ class TestResolver final : public fleet::ClaimResolver {
   std::set<std::string> refused;
   std::set<std::string> drifted;      // resolved to another digest (a plan awaiting a rebind)
   std::vector<std::string> recorded;  // task_id:attempt:worker_id
+  std::vector<std::string> asked;     // every task resolve() was called for, in order
 
   Resolved resolve(store::Transaction&, const store::TaskRow& row, const Agent&) override {
+    asked.push_back(row.task_id);
     if (refused.contains(row.task_id)) throw Error(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
     const std::string digest =
         drifted.contains(row.task_id) ? std::string(64, 'e') : row.execution_digest;
@@ -107,6 +109,62 @@ TEST_F(ClaimNextTest, AResolverEnvelopeComesWithTheClaimAndAnUnresolvedTaskIsPas
   create_task("resolve-drift");
   EXPECT_FALSE(plane_.claim_next(agent_, "worker-next", &resolver).has_value());
   EXPECT_EQ(view("resolve-drift")["status"], "QUEUED");
+}
+
+TEST_F(ClaimNextTest, EachUnresolvedCandidateIsTriedOnceAndAtMostSixteenPerClaim) {
+  // Given three unresolvable tasks ahead of a good one, we should ask the resolver once for
+  // each, in fleet order, and claim the good one; given twenty ahead, we should give up after
+  // sixteen and claim nothing rather than read the queue without end.
+  for (int i = 0; i < 3; ++i) {
+    TaskSpec head;
+    head.task_id = "unresolved-" + std::to_string(i);
+    head.priority = 9 - i;
+    create_task(head);
+  }
+  create_task("resolvable");
+  TestResolver resolver;
+  resolver.refused = {"unresolved-0", "unresolved-1", "unresolved-2"};
+
+  const auto claimed = plane_.claim_next(agent_, "worker-next", &resolver);
+
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ((*claimed)["task_id"], "resolvable");
+  EXPECT_EQ(resolver.asked, (std::vector<std::string>{"unresolved-0", "unresolved-1",
+                                                      "unresolved-2", "resolvable"}));
+
+  for (int i = 3; i < 20; ++i) {
+    TaskSpec head;
+    head.task_id = "unresolved-" + std::to_string(i);
+    head.priority = 9;
+    create_task(head);
+    resolver.refused.insert(head.task_id);
+  }
+  create_task("resolvable-late");
+  resolver.asked.clear();
+  EXPECT_FALSE(plane_.claim_next(agent_, "worker-next", &resolver).has_value());
+  EXPECT_EQ(resolver.asked.size(), 16U);
+  EXPECT_EQ(std::set<std::string>(resolver.asked.begin(), resolver.asked.end()).size(), 16U);
+  EXPECT_EQ(view("resolvable-late")["status"], "QUEUED");
+}
+
+TEST_F(ClaimNextTest, ARetryGoesToThisFailureDomainOnlyAfterItsOtherWork) {
+  // Given a task that failed on a worker of zone-a (and is ahead in fleet order), a zone-a
+  // worker should claim the other task first and the failed one once it is all there is.
+  register_worker(agent_, "zone-a-1", {{"failure_domain", "zone-a"}});
+  register_worker(agent_, "zone-a-2", {{"failure_domain", "zone-a"}, {"max_concurrency", 2}});
+  TaskSpec failed;
+  failed.task_id = "domain-failed";
+  failed.priority = 9;
+  create_task(failed);
+  create_task("domain-fresh");
+  release(agent_, *plane_.claim_next(agent_, "zone-a-1"));
+
+  const auto first = plane_.claim_next(agent_, "zone-a-2");
+  const auto second = plane_.claim_next(agent_, "zone-a-2");
+
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ((*first)["task_id"], "domain-fresh");
+  EXPECT_EQ((*second)["task_id"], "domain-failed");
 }
 
 TEST_F(ClaimNextTest, ARefusalReleaseSparesTheCircuitButQuarantinesTheTask) {

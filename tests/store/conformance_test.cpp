@@ -231,6 +231,78 @@ TEST_P(StoreConformance, AFailedWriteBodyLeavesNothingBehind) {
   EXPECT_FALSE(receipt("task-a", "key-00000001"));
 }
 
+TEST_P(StoreConformance, WriteThenCommitsBothStepsTogether) {
+  // Given two steps that both succeed, we should find both, and no error returned.
+  const auto error =
+      store_->write_then([&](store::Transaction& tx) { tx.insert_task(queued_task("task-a")); },
+                         [&](store::Transaction& tx) { tx.insert_task(queued_task("task-b")); });
+  EXPECT_FALSE(error);
+  EXPECT_TRUE(load("task-a"));
+  EXPECT_TRUE(load("task-b"));
+}
+
+TEST_P(StoreConformance, AFailedSecondStepRollsBackAloneAndIsReturned) {
+  // Given a second step that writes and then throws, the first step's writes should commit, the
+  // second's none, and its error come back instead of being thrown.
+  const auto error = store_->write_then(
+      [&](store::Transaction& tx) {
+        tx.insert_task(queued_task("task-a"));
+        tx.insert_rebind_receipt(receipt_for("task-a", "key-00000001"));
+      },
+      [&](store::Transaction& tx) {
+        tx.insert_task(queued_task("task-b"));
+        tx.insert_rebind_receipt(receipt_for("task-a", "key-00000002"));
+        throw Error(ErrorCode::WORKER_NOT_FOUND);
+      });
+  EXPECT_EQ(code_of([&] {
+              if (error) std::rethrow_exception(error);
+            }),
+            "WORKER_NOT_FOUND");
+  EXPECT_TRUE(load("task-a"));
+  EXPECT_TRUE(receipt("task-a", "key-00000001"));
+  EXPECT_FALSE(load("task-b"));
+  EXPECT_FALSE(receipt("task-a", "key-00000002"));
+}
+
+TEST_P(StoreConformance, AFailedFirstStepRunsNoSecondAndCommitsNothing) {
+  // Given a first step that throws, the second should not run and the error should propagate.
+  bool second_ran = false;
+  const auto code = code_of([&] {
+    store_->write_then(
+        [&](store::Transaction& tx) {
+          tx.insert_task(queued_task("task-a"));
+          throw Error(ErrorCode::TASK_NOT_FOUND);
+        },
+        [&](store::Transaction&) { second_ran = true; });
+  });
+  EXPECT_EQ(code, "TASK_NOT_FOUND");
+  EXPECT_FALSE(second_ran);
+  EXPECT_FALSE(load("task-a"));
+}
+
+TEST_P(StoreConformance, ConcurrentTwoStepWritesKeepEachSecondStepApart) {
+  // Given eight writers at once, each with a second step that fails for the odd ones, every
+  // first step should commit and exactly the even second steps.
+  constexpr int kWriters = 8;
+  std::vector<char> returned(kWriters, 0);  // not vector<bool>: each thread sets its own
+  race(kWriters, [&](int i) {
+    const auto n = std::to_string(i);
+    const auto error = store_->write_then(
+        [&](store::Transaction& tx) { tx.insert_task(queued_task("first-" + n)); },
+        [&](store::Transaction& tx) {
+          tx.insert_task(queued_task("second-" + n));
+          if (i % 2 == 1) throw Error(ErrorCode::WORKER_NOT_FOUND);
+        });
+    returned[static_cast<std::size_t>(i)] = error != nullptr ? 1 : 0;
+  });
+  for (int i = 0; i < kWriters; ++i) {
+    const auto n = std::to_string(i);
+    EXPECT_TRUE(load("first-" + n)) << i;
+    EXPECT_EQ(load("second-" + n).has_value(), i % 2 == 0) << i;
+    EXPECT_EQ(returned[static_cast<std::size_t>(i)] == 1, i % 2 == 1) << i;
+  }
+}
+
 TEST_P(StoreConformance, RebindTaskShowsEachColumnAsStored) {
   // Given a task whose claimant is "" (not NULL) and which has no lease, we should see exactly
   // that: the CAS predicate tells the two apart.

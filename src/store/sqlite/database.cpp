@@ -246,10 +246,12 @@ class Database::Writer {
  public:
   explicit Writer(Pool& pool) : pool_(pool) {}
 
-  void write(const std::function<void(SQLite::Database&)>& body) {
+  // `then` (may be null) runs after `body` under a savepoint of its own; its error is returned.
+  std::exception_ptr write(const std::function<void(SQLite::Database&)>& body,
+                           const std::function<void(SQLite::Database&)>* then) {
     // A body runs on the leader's thread: a write from inside a body would wait for itself.
     if (t_writing) throw Error(ErrorCode::STORE_FAILURE, "a write inside a write");
-    Pending mine{&body, nullptr, false};
+    Pending mine{&body, then, nullptr, nullptr, false};
     std::unique_lock lock(mutex_);
     queue_.push_back(&mine);
     while (!mine.done) {
@@ -269,14 +271,36 @@ class Database::Writer {
       led_.notify_all();
     }
     if (mine.error) std::rethrow_exception(mine.error);
+    return mine.then_error;
   }
 
  private:
   struct Pending {
     const std::function<void(SQLite::Database&)>* body;
+    const std::function<void(SQLite::Database&)>* then;
     std::exception_ptr error;
+    std::exception_ptr then_error;
     bool done = false;
   };
+
+  // Runs the pending write's `then` under its own savepoint: its failure rolls back its writes
+  // alone and is kept in then_error, unless the transaction cannot go on (rethrown: the whole
+  // write fails).
+  static void run_then(SQLite::Database& db, Pending& pending) {
+    db.exec("SAVEPOINT aios_then");
+    try {
+      (*pending.then)(db);
+      db.exec("RELEASE aios_then");
+      return;
+    } catch (...) {
+      pending.then_error = mapped_current_exception();
+      if (sqlite3_get_autocommit(db.getHandle()) != 0 ||
+          db.tryExec("ROLLBACK TO aios_then") != SQLITE_OK ||
+          db.tryExec("RELEASE aios_then") != SQLITE_OK) {
+        throw;
+      }
+    }
+  }
 
   // A bound on one transaction's size, so a long queue still commits in steps.
   static constexpr std::size_t kMaxBatch = 64;
@@ -313,6 +337,7 @@ class Database::Writer {
       try {
         db.exec("SAVEPOINT aios_write");
         (*pending->body)(db);
+        if (pending->then != nullptr) run_then(db, *pending);
         db.exec("RELEASE aios_write");
         held.push_back(pending);
         continue;
@@ -348,7 +373,12 @@ class Database::Writer {
 thread_local bool Database::Writer::t_writing = false;
 
 void Database::write(const std::function<void(SQLite::Database&)>& body) {
-  writer_->write(body);
+  writer_->write(body, nullptr);
+}
+
+std::exception_ptr Database::write_then(const std::function<void(SQLite::Database&)>& body,
+                                        const std::function<void(SQLite::Database&)>& then) {
+  return writer_->write(body, &then);
 }
 
 void Database::read(const std::function<void(SQLite::Database&)>& body) {

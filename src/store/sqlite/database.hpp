@@ -46,6 +46,10 @@ class Database {
   // writes alone and propagates. SQLite failures become STORE_BUSY (lock timeout), STORE_FULL
   // or STORE_FAILURE. A body must not call write (STORE_FAILURE).
   void write(const std::function<void(SQLite::Database&)>& body);
+  // As write(body), then `then` in the same transaction under a savepoint of its own (store::
+  // Store::write_then).
+  std::exception_ptr write_then(const std::function<void(SQLite::Database&)>& body,
+                                const std::function<void(SQLite::Database&)>& then);
 
   // Runs `body` in a read transaction (a consistent snapshot).
   void read(const std::function<void(SQLite::Database&)>& body);
@@ -117,6 +121,8 @@ class SqliteStore final : public Store {
   SqliteStore(Database& db, const Clock& clock);
 
   void write(const std::function<void(Transaction&)>& body) override;
+  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
+                                const std::function<void(Transaction&)>& then) override;
   void read(const std::function<void(Transaction&)>& body) override;
   TimePoint now() const override;
   void prepare_rebinds() override;

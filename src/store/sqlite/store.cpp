@@ -10,18 +10,30 @@ namespace aios::store {
 
 SqliteStore::SqliteStore(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
 
-void SqliteStore::write(const std::function<void(Transaction&)>& body) {
-  db_.write([&](SQLite::Database& connection) {
+namespace {
+
+// `body` on a connection of the Database, through the Transaction over it.
+std::function<void(SQLite::Database&)> on_connection(
+    const std::function<void(Transaction&)>& body) {
+  return [&body](SQLite::Database& connection) {
     SqliteTransaction transaction(connection);
     body(transaction);
-  });
+  };
+}
+
+}  // namespace
+
+void SqliteStore::write(const std::function<void(Transaction&)>& body) {
+  db_.write(on_connection(body));
+}
+
+std::exception_ptr SqliteStore::write_then(const std::function<void(Transaction&)>& body,
+                                           const std::function<void(Transaction&)>& then) {
+  return db_.write_then(on_connection(body), on_connection(then));
 }
 
 void SqliteStore::read(const std::function<void(Transaction&)>& body) {
-  db_.read([&](SQLite::Database& connection) {
-    SqliteTransaction transaction(connection);
-    body(transaction);
-  });
+  db_.read(on_connection(body));
 }
 
 TimePoint SqliteStore::now() const {
@@ -41,6 +53,10 @@ class OwningSqliteStore final : public Store {
       : db_(std::move(options)), store_(db_, clock) {}
 
   void write(const std::function<void(Transaction&)>& body) override { store_.write(body); }
+  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
+                                const std::function<void(Transaction&)>& then) override {
+    return store_.write_then(body, then);
+  }
   void read(const std::function<void(Transaction&)>& body) override { store_.read(body); }
   TimePoint now() const override { return store_.now(); }
   void prepare_rebinds() override { store_.prepare_rebinds(); }
