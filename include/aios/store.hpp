@@ -330,7 +330,8 @@ class Transaction {
   // is held.
   virtual void insert_claim(const ClaimRecord& claim) = 0;
   // The claim's lease (and so its slot) and its dispatch's reservation run until `expires_at`.
-  virtual void extend_claim(const std::string& claim_id, double expires_at) = 0;
+  virtual void extend_claim(const std::string& task_id, const std::string& claim_id,
+                            double expires_at) = 0;
   // The ACTIVE claim ends with `status`, which frees its slot.
   virtual void end_claim(const std::string& claim_id, const std::string& status,
                          const std::string& now) = 0;

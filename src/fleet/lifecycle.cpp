@@ -136,7 +136,7 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
     row.lease_expires_at = format_iso8601(expires);
     const auto generation = row.lease_generation++;
     if (!tx.update_task(row, row.revision, generation)) fail(ErrorCode::TASK_REVISION_CONFLICT);
-    tx.extend_claim(row.claim_id, to_epoch_seconds(expires));
+    tx.extend_claim(task_id, row.claim_id, to_epoch_seconds(expires));
     response = {{"task_id", task_id},
                 {"lease_expires_at", row.lease_expires_at},
                 {"stage", stage},

@@ -39,6 +39,9 @@ void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
 void ClaimWaiters::notify() {
   const std::lock_guard lock(mutex_);
   ++version_;
+  // Nobody to wake (every result and create signals, so a busy fleet would wake the thread for
+  // nothing each time): a caller about to wait compares the version it started from instead.
+  if (waiters_.empty() && in_hand_ == 0) return;
   changed_ = true;
   wake_.notify_one();
 }

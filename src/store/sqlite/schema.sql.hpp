@@ -169,13 +169,13 @@ CREATE TABLE IF NOT EXISTS fleet_task_quarantine(
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 5> kMigrations = {{
+inline constexpr std::array<Migration, 6> kMigrations = {{
     {1, std::string_view(kMigration1.data(), kMigration1.size() - 1)},
-    // A heartbeat finds its dispatch by claim id, and a poll the tasks that failed in its
-    // worker's domain, without scanning the dispatch history.
-    // The governed Bridge: deterministic plans, writer leases (live while the task lease that
-    // took them is), and governed commits (PENDING before the ref moves, so a crash between
-    // the ref update and the receipt is recovered from the ref, never re-decided).
+    // A heartbeat finds its dispatch by claim id (until migration 6), and a poll the tasks that
+    // failed in its worker's domain, without scanning the dispatch history. The governed Bridge:
+    // deterministic plans, writer leases (live while the task lease that took them is), and
+    // governed commits (PENDING before the ref moves, so a crash between the ref update and the
+    // receipt is recovered from the ref, never re-decided).
     {2, R"sql(
 CREATE INDEX IF NOT EXISTS fleet_dispatches_by_claim ON fleet_dispatches(claim_id);
 CREATE INDEX IF NOT EXISTS fleet_dispatches_by_domain ON fleet_dispatches(failure_domain, state);
@@ -248,6 +248,11 @@ CREATE TABLE task_queue_sequence(
   last_seq INTEGER NOT NULL
 );
 INSERT INTO task_queue_sequence(id, last_seq) SELECT 1, COALESCE(MAX(seq), 0) FROM tasks;
+)sql"},
+    // Every claim writes each index of fleet_dispatches; the heartbeat, the only reader of
+    // this one, finds its dispatch through fleet_dispatches_by_task.
+    {6, R"sql(
+DROP INDEX IF EXISTS fleet_dispatches_by_claim;
 )sql"},
 }};
 

@@ -48,7 +48,8 @@ class SqliteTransaction final : public Transaction {
                            double open_until) override;
   void note_worker_success(const std::string& worker_id, double now) override;
   void insert_claim(const ClaimRecord& claim) override;
-  void extend_claim(const std::string& claim_id, double expires_at) override;
+  void extend_claim(const std::string& task_id, const std::string& claim_id,
+                    double expires_at) override;
   void end_claim(const std::string& claim_id, const std::string& status,
                  const std::string& now) override;
   void end_dispatch(const std::string& task_id, const std::string& state, double now) override;
