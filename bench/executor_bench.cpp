@@ -2,6 +2,8 @@
 // measured in the same run with the same child (/usr/bin/date +%s%N, which prints the moment it
 // started running):
 //   floor      posix_spawn of the child, read its stdout, waitpid: spawn-to-start, spawn-to-exit
+//   sandboxed  the same child in the sandbox the executor gives it (bubblewrap), through
+//              process::run: what containment alone costs per start
 //   executor   a request renamed into requests/ of a serving executor (in process, concurrency
 //              1): rename-to-child-start (pickup) and rename-to-result-visible (end to end, with
 //              the durable start marker, the sealed result and both fsyncs)
@@ -31,6 +33,7 @@
 #include "aios/canonical.hpp"
 #include "aios/environment.hpp"
 #include "aios/executor.hpp"
+#include "aios/process.hpp"
 #include "aios/sys.hpp"
 #include "executor/watch.hpp"
 
@@ -102,6 +105,22 @@ Sample bare_spawn() {
   return {std::stoll(out) - t0, t1 - t0};
 }
 
+// The sandboxed floor: the floor's child in `sandbox`, its stdout read as the executor reads it.
+Sample sandboxed_spawn(const aios::process::Sandbox& sandbox, const fs::path& working) {
+  aios::process::Spec spec;
+  spec.argv = {kChild, "+%s%N"};
+  spec.environment = {"PATH=/usr/bin:/bin"};
+  spec.working_directory = working;
+  spec.timeout = std::chrono::seconds(30);
+  spec.sandbox = sandbox;
+  std::string out;
+  spec.on_stdout = [&out](std::string_view text) { out.append(text); };
+  const long long t0 = now_ns();
+  aios::process::run(spec);
+  const long long t1 = now_ns();
+  return {std::stoll(out) - t0, t1 - t0};
+}
+
 // A serving executor over its own exchange directory: ours in process, or the seed's Python
 // serve loop as a child process when `seed_python` is set.
 class ExecutorRig {
@@ -161,6 +180,16 @@ class ExecutorRig {
     }
   }
 
+  // The sandbox the executor gives this rig's agent, writing only `writable`.
+  aios::process::Sandbox sandbox(const fs::path& writable) const {
+    aios::executor::ExecuteOptions execute;
+    execute.profile_root = dir_ / "profiles";
+    execute.temporary_root = dir_ / "tmp";
+    const auto profile =
+        aios::executor::load_profile("hermes", execute.profile_root, execute.executable_roots);
+    return aios::executor::child_sandbox(profile, execute, {writable});
+  }
+
   Sample run(int index) {
     const std::string name = "bench-request-" + std::to_string(1000000 + index) + ".json";
     const json request = {{"schema", aios::executor::kRequestSchema},
@@ -206,13 +235,20 @@ int main(int argc, char** argv) {
       argc > 2 && std::string(argv[argc - 2]) == "--seed-python" ? argv[argc - 1] : "";
   const fs::path dir = temp_dir();
   std::vector<long long> floor_start, floor_end, pickup, end_to_end, seed_pickup, seed_end;
+  std::vector<long long> sandboxed_start, sandboxed_end;
   {
     ExecutorRig rig(dir / "ours");
-    // Interleaved, so that both see the same machine load.
+    const fs::path writable = dir / "sandboxed";
+    fs::create_directories(writable);
+    const auto sandbox = rig.sandbox(writable);
+    // Interleaved, so that all see the same machine load.
     for (int i = 0; i < runs; ++i) {
       const auto bare = bare_spawn();
       floor_start.push_back(bare.start_ns);
       floor_end.push_back(bare.end_ns);
+      const auto confined = sandboxed_spawn(sandbox, writable);
+      sandboxed_start.push_back(confined.start_ns);
+      sandboxed_end.push_back(confined.end_ns);
       const auto served = rig.run(i);
       pickup.push_back(served.start_ns);
       end_to_end.push_back(served.end_ns);
@@ -234,6 +270,8 @@ int main(int argc, char** argv) {
                  {"child", std::string(kChild) + " +%s%N"},
                  {"floor_spawn_to_start_ms", median_ms(floor_start)},
                  {"floor_spawn_to_exit_ms", median_ms(floor_end)},
+                 {"sandboxed_spawn_to_start_ms", median_ms(sandboxed_start)},
+                 {"sandboxed_spawn_to_exit_ms", median_ms(sandboxed_end)},
                  {"executor_pickup_ms", median_ms(pickup)},
                  {"executor_pickup_p99_ms", p99_ms(pickup)},
                  {"executor_end_to_end_ms", median_ms(end_to_end)}};

@@ -182,6 +182,8 @@ def main():
     memory = d["memory"]
     map_ratio = c["map_files_per_second"] / c["bare_walk_files_per_second"]
     pickup_over = x["executor_pickup_ms"] - x["floor_spawn_to_start_ms"]
+    sandboxed = x.get("sandboxed_spawn_to_start_ms")
+    sandbox_cost = sandboxed - x["floor_spawn_to_start_ms"] if sandboxed is not None else None
     rv = d.get("rebind", {}).get("validation_path")
     rc = d.get("rebind", {}).get("complete")
     store_profile = ((src / "store_profile.txt").read_text().splitlines()
@@ -227,6 +229,9 @@ def main():
            "ours | beside ours | – |"] if "seed_pickup_ms" in x else []),
         f"| 5. executor overhead over posix_spawn | {pickup_over:.2f} ms | 0 | – | ≤ 1 ms | "
         f"{'yes' if pickup_over <= 1 else 'no'} |",
+        *([f"| 5. of which the sandbox (bubblewrap) alone | {sandbox_cost:.2f} ms | "
+           f"{x['floor_spawn_to_start_ms']:.2f} ms (bare spawn) | – | shown, not judged | – |"]
+          if sandbox_cost is not None else []),
         *([f"| 6. rebind, validation path | {rv['ours']['per_second']:,.0f} req/s | "
            f"{rv['seed']['per_second']:,.0f} req/s (the seed's Python) | "
            f"{rv['ours']['per_second'] / rv['seed']['per_second']:.1f} | ≥ 10 | "
@@ -331,6 +336,8 @@ def main():
         "| path | to child start, ms | to outcome visible, ms |",
         "| --- | --- | --- |",
         f"| bare spawn (floor) | {x['floor_spawn_to_start_ms']:.2f} | {x['floor_spawn_to_exit_ms']:.2f} |",
+        *([f"| the same child in the executor's sandbox (bubblewrap, `process::run`) | "
+           f"{sandboxed:.2f} | {x['sandboxed_spawn_to_exit_ms']:.2f} |"] if sandboxed is not None else []),
         f"| executor (rename → child; rename → result) | {x['executor_pickup_ms']:.2f} | {x['executor_end_to_end_ms']:.2f} |",
         *([f"| the seed's Python executor, same requests | {x['seed_pickup_ms']:.2f} | "
            f"{x['seed_end_to_end_ms']:.2f} |"] if "seed_pickup_ms" in x else []),
@@ -347,7 +354,13 @@ def main():
         f"{x['executor_end_to_end_ms'] - x['floor_spawn_to_exit_ms']:.2f} ms end to end: "
         "four fsyncs (two files, two directories; 0.1 to 0.7 ms each on this disk under "
         "strace) and two thread wake-ups (the inotify watcher, then a runner), which wait for "
-        "a free core when the machine is busy. A real agent runs for seconds to minutes.",
+        "a free core when the machine is busy. A real agent runs for seconds to minutes."
+        + (f" Since issue 19 every child starts inside its sandbox (bubblewrap: new user, "
+           f"mount, PID, IPC, UTS and network namespaces, the system bound read-only, the "
+           f"run's directory writable, limits): that alone is {sandbox_cost:.2f} ms of the "
+           f"overhead, measured beside it with the same sandbox and child, which leaves "
+           f"{x['executor_pickup_ms'] - sandboxed:.2f} ms for the executor's own pickup."
+           if sandbox_cost is not None else ""),
         "",
         *([
             "## Rebind",
@@ -498,16 +511,23 @@ def main():
             f"- Executor pickup and overhead: median {x['executor_pickup_ms']:.2f} ms against "
             f"2 ms, p99 {x['executor_pickup_p99_ms']:.2f} ms against 10 ms, "
             f"{pickup_over:.2f} ms over the bare spawn ({x['floor_spawn_to_start_ms']:.2f} ms) "
-            "against 1 ms. The executor does little on the CPU per pickup: in a perf profile of "
-            "the driver the largest self costs are the kernel's (block-device writes of the "
-            "fsyncs, `finish_task_switch`) and the child's dynamic loader, none of our code "
-            "above 2 %, and strace puts each fsync at 0.1 to 0.7 ms. The rest is latency: a "
-            "pickup is two thread wake-ups (the inotify watcher, then a runner) before the "
-            "spawn, and on this 2-core machine each waits for a core while other jobs run "
-            f"(load average {load_note}). Run alone at a quieter moment the same day (load "
-            "average about 1.5, one compiler running), the same driver gave medians of 1.8 to "
-            "2.4 ms in five runs, p99 3.2 to 3.5 ms and about 1 ms over the bare spawn, at or "
-            "within the goals; the executor's figures need a quiet machine more than any other.")
+            "against 1 ms. "
+            + (f"The sandbox every child starts in since issue 19 (bubblewrap) is "
+               f"{sandbox_cost:.2f} ms of that by itself (the same child in the same sandbox, "
+               f"measured beside it: {sandboxed:.2f} ms to start), so the goals, set for a bare "
+               f"spawn, cannot be met with the containment; over the sandboxed spawn the "
+               f"executor adds {x['executor_pickup_ms'] - sandboxed:.2f} ms: the durable start "
+               "marker's fsyncs and two thread wake-ups (the inotify watcher, then a runner), "
+               "each waiting for a core on this 2-core machine while other jobs run "
+               f"(load average {load_note})."
+               if sandbox_cost is not None else
+               "The executor does little on the CPU per pickup: in a perf profile of "
+               "the driver the largest self costs are the kernel's (block-device writes of the "
+               "fsyncs, `finish_task_switch`) and the child's dynamic loader, none of our code "
+               "above 2 %, and strace puts each fsync at 0.1 to 0.7 ms. The rest is latency: a "
+               "pickup is two thread wake-ups (the inotify watcher, then a runner) before the "
+               "spawn, and on this 2-core machine each waits for a core while other jobs run "
+               f"(load average {load_note})."))
     for name, m in memory.items():
         if m["idle_mib"] * 1.048576 > 15:
             misses.append(f"- Memory: {name} idles at {m['idle_mib'] * 1.048576:.1f} MB, "

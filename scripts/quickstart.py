@@ -322,8 +322,8 @@ def run(args, state, suite):
 
 def rework(api, bridge, rebind_port, control, task_id):
     """A deterministic plan, NEEDS_REWORK, and the owner's rebind with plain curl. The plan goes
-    first: a worker polling the returned task then finds the drift and leaves it alone, where it
-    would otherwise claim the capture again before the owner rebinds it."""
+    first: the workers' claim-next then passes the returned task over (its envelope drifted to
+    the plan), where it would otherwise claim the capture again before the owner rebinds it."""
     plan = bridge.call("POST", "/v2/plans", {"task_id": task_id, "change_set": [
         {"path": "docs/REBOUND-NOTE.md", "operation": "write_file",
          "content": "Rebound by the owner in the quickstart.\n"}]})
