@@ -247,7 +247,8 @@ def perf_profile(data):
 
 
 TASK_PLANE = re.compile(r"aios::TaskPlane::(\w+)")
-STEP_NAMES = {"submit_result_with": "result", "verify": "verification", "create": "create"}
+STEP_NAMES = {"submit_result_with": "result", "submit_result_then_claim": "claim",
+              "verify": "verification", "create_task": "create"}
 
 
 def by_step(data):
