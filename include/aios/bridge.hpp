@@ -59,7 +59,8 @@ class Bridge final : public fleet::ClaimResolver {
   // The same resolution for TaskPlane::claim_next, inside its transaction: what the worker's
   // own resolve would ask for the task (its required capabilities, its persisted envelope
   // unless deterministic), recorded for the attempt just claimed.
-  Resolved resolve(store::Transaction& tx, const store::TaskRow& row, const Agent& agent) override;
+  Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
+                   const nlohmann::json& execution, const Agent& agent) override;
   void record(store::Transaction& tx, const store::TaskRow& claimed, const std::string& worker_id,
               const Resolved& resolved, const Agent& agent, const std::string& now_iso) override;
 
@@ -76,9 +77,10 @@ class Bridge final : public fleet::ClaimResolver {
  private:
   http::Response route(const http::Request& request);
   static nlohmann::json required_of(const nlohmann::json& capabilities);
+  // `persisted`: the task's execution as stored; `execution`: the envelope to replay, if any.
   Resolved resolve_in(store::Transaction& tx, const store::TaskRow& row,
-                      const nlohmann::json& required, const nlohmann::json* execution,
-                      const Agent* agent);
+                      const nlohmann::json& persisted, const nlohmann::json& required,
+                      const nlohmann::json* execution, const Agent* agent);
   static void record_in(store::Transaction& tx, const store::Resolution& resolution,
                         const Resolved& resolved, const std::string& now_iso);
 

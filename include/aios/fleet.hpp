@@ -101,8 +101,9 @@ FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id, con
 
 // Resolves the execution envelope of a task claim_next offers, inside the claim's transaction,
 // so the claim answers with the envelope the worker runs (the Bridge does: a registered plan
-// wins). resolve() reads only and throws aios::Error to pass the candidate over; record() writes
-// its audit row for the attempt just claimed.
+// wins). resolve() reads only and throws aios::Error to pass the candidate over; `execution` is
+// the task's persisted execution (fleet::execution_of(row)), parsed once by the claim, which
+// also answers with it. record() writes its audit row for the attempt just claimed.
 class ClaimResolver {
  public:
   struct Resolved {
@@ -111,7 +112,7 @@ class ClaimResolver {
   };
   virtual ~ClaimResolver() = default;
   virtual Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
-                           const Agent& agent) = 0;
+                           const nlohmann::json& execution, const Agent& agent) = 0;
   virtual void record(store::Transaction& tx, const store::TaskRow& claimed,
                       const std::string& worker_id, const Resolved& resolved, const Agent& agent,
                       const std::string& now_iso) = 0;

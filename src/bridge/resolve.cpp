@@ -35,7 +35,8 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
   }
   Resolved resolved;
   store_.read([&](store::Transaction& tx) {
-    resolved = resolve_in(tx, fleet::load_existing_task(tx, task_id), required,
+    const auto row = fleet::load_existing_task(tx, task_id);
+    resolved = resolve_in(tx, row, fleet::execution_of(row), required,
                           body.contains("execution") ? &body["execution"] : nullptr, agent);
   });
   const std::string actor = agent != nullptr ? agent->agent_id : bridge::kOwnerActor;
@@ -52,14 +53,14 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
 }
 
 fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const store::TaskRow& row,
+                                               const nlohmann::json& execution,
                                                const Agent& agent) {
   // What the worker's own resolve sent: the task's required capabilities and, unless the task
   // is deterministic (its plan is re-resolved), its persisted envelope to replay.
-  const auto persisted = fleet::execution_of(row);
   const auto required =
       required_of(fleet::parse_column(row.required_capabilities_json, nlohmann::json::array()));
-  const bool replay = persisted.value("action", "") != "deterministic";
-  return resolve_in(tx, row, required, replay ? &persisted : nullptr, &agent);
+  const bool replay = execution.value("action", "") != "deterministic";
+  return resolve_in(tx, row, execution, required, replay ? &execution : nullptr, &agent);
 }
 
 void Bridge::record(store::Transaction& tx, const store::TaskRow& claimed,
@@ -77,10 +78,10 @@ nlohmann::json Bridge::required_of(const nlohmann::json& capabilities) {
 }
 
 fleet::ClaimResolver::Resolved Bridge::resolve_in(store::Transaction& tx, const store::TaskRow& row,
+                                                  const nlohmann::json& persisted,
                                                   const nlohmann::json& required,
                                                   const nlohmann::json* execution,
                                                   const Agent* agent) {
-  const auto persisted = fleet::execution_of(row);
   // An agent sees only envelopes its grant could ever execute.
   if (agent != nullptr && !has_capabilities(agent->granted_capabilities,
                                             persisted.value("capability_scope", required))) {

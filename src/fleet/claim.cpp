@@ -218,9 +218,11 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
                                                    fleet::ClaimResolver* resolver,
                                                    const ClaimGrant& grant) {
   std::optional<fleet::ClaimResolver::Resolved> resolved;
+  nlohmann::json execution;
   if (resolver != nullptr) {
+    execution = fleet::execution_of(row);
     try {
-      resolved = resolver->resolve(tx, row, agent);
+      resolved = resolver->resolve(tx, row, execution, agent);
       // Another digest than the task's (a plan registered since, awaiting the owner's
       // rebind) is one the worker would refuse: the task is left QUEUED for the rebind.
       if (resolved->envelope.value("execution_digest", "") != facts_->get(row).execution_digest) {
@@ -238,7 +240,7 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
     resolver->record(tx, claimed_row, worker.worker_id, *resolved, agent, grant.now_iso);
     claimed["envelope"] = std::move(resolved->envelope);
     // The binding the worker checks the envelope against, as the task persisted it.
-    claimed["execution"] = fleet::execution_of(row);
+    claimed["execution"] = std::move(execution);
   }
   return claimed;
 }
