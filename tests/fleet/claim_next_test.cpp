@@ -20,7 +20,8 @@ class TestResolver final : public fleet::ClaimResolver {
   std::vector<std::string> recorded;  // task_id:attempt:worker_id
   std::vector<std::string> asked;     // every task resolve() was called for, in order
 
-  Resolved resolve(store::Transaction&, const store::TaskRow& row, const Agent&) override {
+  Resolved resolve(store::Transaction&, const store::TaskRow& row, const Json&,
+                   const Agent&) override {
     asked.push_back(row.task_id);
     if (refused.contains(row.task_id)) throw Error(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
     const std::string digest =
@@ -33,14 +34,9 @@ class TestResolver final : public fleet::ClaimResolver {
   }
 };
 
-class ClaimNextTest : public PlaneTest {
+class ClaimNextTest : public OneWorkerTest {
  protected:
-  void SetUp() override {
-    agent_ = make_agent("agent-next");
-    register_worker(agent_, "worker-next", {{"max_concurrency", 2}});
-  }
-
-  Agent agent_;
+  ClaimNextTest() : OneWorkerTest("agent-next", "worker-next", 2) {}
 };
 
 TEST_F(ClaimNextTest, ClaimsTheFleetOrderHeadWithItsEventAndReservation) {

@@ -264,4 +264,25 @@ class PlaneTest : public ::testing::Test {
   TaskPlane plane_;
 };
 
+// A plane with one agent and one worker of it, where most transition tests start.
+class OneWorkerTest : public PlaneTest {
+ protected:
+  OneWorkerTest(std::string agent_id, std::string worker_id, int max_concurrency)
+      : agent_id_(std::move(agent_id)),
+        worker_id_(std::move(worker_id)),
+        max_concurrency_(max_concurrency) {}
+
+  void SetUp() override {
+    agent_ = make_agent(agent_id_);
+    register_worker(agent_, worker_id_, {{"max_concurrency", max_concurrency_}});
+  }
+
+  Agent agent_;
+
+ private:
+  std::string agent_id_;
+  std::string worker_id_;
+  int max_concurrency_;
+};
+
 }  // namespace aios::fleet_test

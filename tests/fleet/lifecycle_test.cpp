@@ -20,14 +20,9 @@ bool contains(const std::vector<std::string>& values, const std::string& value) 
   return std::find(values.begin(), values.end(), value) != values.end();
 }
 
-class LifecycleTest : public PlaneTest {
+class LifecycleTest : public OneWorkerTest {
  protected:
-  void SetUp() override {
-    agent_ = make_agent("agent-life");
-    register_worker(agent_, "worker-life", {{"max_concurrency", 4}});
-  }
-
-  Agent agent_;
+  LifecycleTest() : OneWorkerTest("agent-life", "worker-life", 4) {}
 };
 
 TEST_F(LifecycleTest, ExpiredLeaseIsSweptBackToTheQueue) {
