@@ -9,6 +9,8 @@ find_package(spdlog REQUIRED)
 # libgit2 ships no CMake package on Debian 12; pkg-config finds it.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2>=1.5)
+# The PostgreSQL task store's client (Debian's libpq 15).
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq>=15)
 # sd_notify readiness and watchdog pings for Type=notify units.
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 if(AIOS_BUILD_TESTS)

@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   std::string host = "127.0.0.1";
   std::uint16_t port = 18942;
   std::string authorization_id;
-  app.add_option("--db", db_path, "SQLite task database (shared with the scheduler)")
+  app.add_option(
+         "--db", db_path,
+         "Task database shared with the scheduler: a path, sqlite:///path or postgresql:// URL")
       ->envname("AIOS_AGENT_TASK_DB");
   app.add_option(
          "--control-token-file", token_file,
@@ -58,8 +60,8 @@ int main(int argc, char** argv) {
       aios::log::error("HANDLER_EXCEPTION", {{"what", what}});
     };
     // The scheduler owns the schema: this process never migrates it.
-    const auto task_store = aios::store::open_sqlite_store(
-        {.path = db_path, .connections = options.threads + 1, .migrate = false}, environment.clock);
+    const auto task_store = aios::store::open_store(
+        {.url = db_path, .connections = options.threads + 1, .migrate = false}, environment.clock);
     aios::ExecutionRebindStore store(*task_store, std::move(resolver), authorization,
                                      environment.faults);
     aios::ExecutionRebindApi api(store, token);

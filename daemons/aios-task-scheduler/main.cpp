@@ -27,7 +27,11 @@ int main(int argc, char** argv) {
   int sweep_ms = static_cast<int>(options.sweep_interval.count());
   std::vector<std::string> verification_executables(options.bridge.verification_executables.begin(),
                                                     options.bridge.verification_executables.end());
-  app.add_option("--db", db_path, "SQLite task database")->envname("AIOS_AGENT_TASK_DB");
+  app.add_option(
+         "--db", db_path,
+         "Task database: a path or sqlite:///path (SQLite), or a postgresql:// URL without a "
+         "password (the password from the aios-task-db-password credential or libpq's passfile)")
+      ->envname("AIOS_AGENT_TASK_DB");
   app.add_option(
          "--control-token-file", token_file,
          "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")

@@ -3,8 +3,8 @@
 // transactions; store::Transaction holds one transaction's domain operations (tasks and their
 // events, agents, workers and their slots, claims and dispatches, results, plans, writer
 // leases, commit receipts, rebinds); store::CheckpointStore is the worker's local one. The SQLite
-// backend (src/store/sqlite/) is the only code that knows SQL or SQLiteCpp; a second backend
-// implements these and passes tests/store/conformance_test.cpp.
+// backend (src/store/sqlite/) and the PostgreSQL one (src/store/postgres/) are the only code that
+// knows SQL, SQLiteCpp or libpq; each passes tests/store/conformance_test.cpp.
 
 #include <chrono>
 #include <cstdint>
@@ -426,6 +426,39 @@ struct SqliteOptions {
 // when the file cannot be opened, STORE_DURABILITY_UNAVAILABLE without WAL and
 // synchronous=FULL.
 std::unique_ptr<Store> open_sqlite_store(SqliteOptions options, const Clock& clock);
+
+struct PostgresOptions {
+  // A libpq connection URI (postgresql://host:port/db?sslmode=…) or keyword string; it must not
+  // hold a password (STORE_URL_PASSWORD_REFUSED): that comes from `password_file` or libpq's
+  // own passfile.
+  std::string url;
+  std::filesystem::path
+      password_file{};  // optional: a file (a systemd credential) with the password
+  std::size_t connections = 4;
+  bool migrate = true;  // false for a process that must not change the schema
+  // Lease time is the database server's clock, read off it when a transaction begins and at most
+  // every few seconds, so every replica judges leases alike. False: the injected clock (tests).
+  bool database_clock = true;
+};
+
+// The PostgreSQL task store. Write transactions are SERIALIZABLE, each re-run when it loses a
+// serialisation conflict (STORE_BUSY when it keeps losing); STORE_UNAVAILABLE when the server
+// cannot be reached, STORE_DURABILITY_UNAVAILABLE when it runs with fsync off.
+std::unique_ptr<Store> open_postgres_store(PostgresOptions options, const Clock& clock);
+
+// Where a daemon's --db points: a path or sqlite:///path for SQLite, postgresql://… or
+// postgres://… for PostgreSQL.
+struct StoreLocation {
+  std::string url;
+  std::size_t connections = 4;
+  bool migrate = true;
+  // The PostgreSQL password's file; empty: $CREDENTIALS_DIRECTORY/aios-task-db-password when
+  // systemd passed that credential, else libpq's own passfile.
+  std::filesystem::path password_file{};
+};
+
+// The store `location` names. STORE_URL_INVALID for a scheme neither backend takes.
+std::unique_ptr<Store> open_store(const StoreLocation& location, const Clock& clock);
 
 // The durable record of where a worker's execution of a task is. One row per task; every
 // phase change is one fsync'd commit. The lease token is kept so a restart can heartbeat the

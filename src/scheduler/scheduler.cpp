@@ -31,9 +31,9 @@ http::ServerOptions listener(const std::string& host, std::uint16_t port, unsign
 
 struct Scheduler::Parts {
   Parts(const SchedulerOptions& options, std::string control_token, const Environment& environment)
-      : store(store::open_sqlite_store(
-            {.path = options.db, .connections = static_cast<std::size_t>(options.threads) + 1},
-            environment.clock)),
+      : store(store::open_store({.url = options.db.string(),
+                                 .connections = static_cast<std::size_t>(options.threads) + 1},
+                                environment.clock)),
         plane(*store, environment, {.lease = options.lease}),
         bridge(*store, plane, environment, control_token, options.bridge),
         api(plane, std::move(control_token), metrics, &bridge),

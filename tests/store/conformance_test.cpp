@@ -1,7 +1,8 @@
 // The store conformance suite: the contract of every store::Store operation, each fence, and
-// bounded races, run against every backend (only SQLite so far). A new backend passes this
-// before anything runs on it. A write body may be re-run, so a race's body only records what it
-// did and the count is taken after write() returns.
+// bounded races, run against every backend: SQLite, and PostgreSQL on the throwaway server of
+// scripts/test (a fresh database per test). A new backend passes this before anything runs on it. A
+// write body may be re-run, so a race's body only records what it did and the count is taken after
+// write() returns.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,16 +19,22 @@
 #include "aios/sys.hpp"
 #include "support/code_of.hpp"
 #include "support/daemon.hpp"
+#include "support/postgres.hpp"
 
 namespace aios::store_test {
 namespace {
 
 using test::code_of;
 
-// A backend under test: a fresh, empty, migrated store in `dir` on `clock`.
+// What a backend's store needs kept alive beside it (a test's own database).
+using Keep = std::shared_ptr<void>;
+
+// A backend under test: a fresh, empty, migrated store in `dir` on `clock`, or nullptr when the
+// backend cannot run here (the test skips).
 struct Backend {
   std::string name;
-  std::function<std::unique_ptr<store::Store>(const std::filesystem::path& dir, const Clock& clock)>
+  std::function<std::unique_ptr<store::Store>(const std::filesystem::path& dir, const Clock& clock,
+                                              Keep& keep)>
       open;
 };
 
@@ -109,7 +116,11 @@ class StoreConformance : public ::testing::TestWithParam<Backend> {
   StoreConformance() : clock_(TimePoint(std::chrono::seconds(1900000000))) {}
 
   void SetUp() override {
-    store_ = GetParam().open(dir_.path(), clock_);
+    store_ = GetParam().open(dir_.path(), clock_, keep_);
+    if (!store_) {
+      if (test::postgres_required()) FAIL() << "AIOS_TEST_POSTGRES_URL is not set";
+      GTEST_SKIP() << "no PostgreSQL server: AIOS_TEST_POSTGRES_URL is not set";
+    }
     store_->prepare_rebinds();
   }
 
@@ -139,6 +150,7 @@ class StoreConformance : public ::testing::TestWithParam<Backend> {
 
   test::ScopedTempDir dir_{"aios-store-conformance"};
   ManualClock clock_;
+  Keep keep_;  // before store_: outlives it
   std::unique_ptr<store::Store> store_;
 };
 
@@ -540,11 +552,24 @@ TEST_P(StoreConformance, ABranchHoldsOneOpenWriterLease) {
 
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreConformance,
-    ::testing::Values(Backend{"sqlite",
-                              [](const std::filesystem::path& dir, const Clock& clock) {
-                                return store::open_sqlite_store({.path = dir / "state.sqlite3"},
-                                                                clock);
-                              }}),
+    ::testing::Values(
+        Backend{"sqlite",
+                [](const std::filesystem::path& dir, const Clock& clock, Keep&) {
+                  return store::open_sqlite_store({.path = dir / "state.sqlite3"}, clock);
+                }},
+        // On the injected clock, as SQLite is: the database clock is tested on its own.
+        Backend{"postgresql",
+                [](const std::filesystem::path&, const Clock& clock,
+                   Keep& keep) -> std::unique_ptr<store::Store> {
+                  const auto admin = test::postgres_admin_url();
+                  if (!admin) return nullptr;
+                  auto database = std::make_shared<test::ScopedPostgresDatabase>(*admin);
+                  keep = database;
+                  store::PostgresOptions options;
+                  options.url = database->url();
+                  options.database_clock = false;
+                  return store::open_postgres_store(std::move(options), clock);
+                }}),
     [](const ::testing::TestParamInfo<Backend>& backend) { return backend.param.name; });
 
 }  // namespace

@@ -3,6 +3,7 @@
 # (real SQLite in a temporary directory and a ManualClock; they read tables directly).
 aios_test(store_tests
   store/conformance_test.cpp
+  store/postgres_test.cpp
   store/store_test.cpp
   store/prepared_test.cpp
   store/group_commit_test.cpp

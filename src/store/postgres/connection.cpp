@@ -1,0 +1,194 @@
+#include "store/postgres/connection.hpp"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <system_error>
+
+namespace aios::store::pg {
+namespace {
+
+// The Error a failed statement becomes, by its SQLSTATE class.
+ErrorCode code_for(std::string_view state) {
+  if (state == "40001" || state == "40P01" || state == "55P03" || state == "57014") {
+    return ErrorCode::STORE_BUSY;
+  }
+  if (state == "53100") return ErrorCode::STORE_FULL;
+  if (state.starts_with("08") || state.starts_with("57P") || state == "53300") {
+    return ErrorCode::STORE_UNAVAILABLE;
+  }
+  return ErrorCode::STORE_FAILURE;
+}
+
+std::string field(const PGresult* result, int code) {
+  const char* value = result ? PQresultErrorField(result, code) : nullptr;
+  return value ? value : "";
+}
+
+}  // namespace
+
+Params& Params::text(std::string value) {
+  values_.emplace_back(std::move(value));
+  return *this;
+}
+
+Params& Params::text_or_null(const std::string& value) {
+  return value.empty() ? null() : text(value);
+}
+
+Params& Params::optional(const std::optional<std::string>& value) {
+  return value ? text(*value) : null();
+}
+
+Params& Params::integer(std::int64_t value) {
+  return text(std::to_string(value));
+}
+
+Params& Params::real(double value) {
+  // The shortest text that reads back as the same double.
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  return text(std::string(buffer, end));
+}
+
+Params& Params::null() {
+  values_.emplace_back(std::nullopt);
+  return *this;
+}
+
+Rows::Rows(PGresult* result) : result_(result) {}
+
+Rows::~Rows() {
+  if (result_ != nullptr) PQclear(result_);
+}
+
+Rows::Rows(Rows&& other) noexcept : result_(other.result_) {
+  other.result_ = nullptr;
+}
+
+Rows& Rows::operator=(Rows&& other) noexcept {
+  if (this != &other) {
+    if (result_ != nullptr) PQclear(result_);
+    result_ = other.result_;
+    other.result_ = nullptr;
+  }
+  return *this;
+}
+
+int Rows::size() const {
+  return PQntuples(result_);
+}
+
+std::int64_t Rows::affected() const {
+  const char* count = PQcmdTuples(result_);
+  return (count == nullptr || *count == '\0') ? 0 : std::strtoll(count, nullptr, 10);
+}
+
+std::string Rows::command() const {
+  const char* tag = PQcmdStatus(result_);
+  return tag == nullptr ? std::string() : std::string(tag);
+}
+
+bool Rows::null(int row, int column) const {
+  return PQgetisnull(result_, row, column) != 0;
+}
+
+std::string Rows::text(int row, int column) const {
+  if (null(row, column)) return {};
+  return std::string(PQgetvalue(result_, row, column),
+                     static_cast<std::size_t>(PQgetlength(result_, row, column)));
+}
+
+std::optional<std::string> Rows::optional(int row, int column) const {
+  if (null(row, column)) return std::nullopt;
+  return text(row, column);
+}
+
+std::int64_t Rows::integer(int row, int column) const {
+  if (null(row, column)) return 0;
+  const char* value = PQgetvalue(result_, row, column);
+  std::int64_t out = 0;
+  const auto [end, error] = std::from_chars(value, value + PQgetlength(result_, row, column), out);
+  if (error != std::errc()) throw Error(ErrorCode::STORE_FAILURE, "a column is not an integer");
+  return out;
+}
+
+double Rows::real(int row, int column) const {
+  if (null(row, column)) return 0;
+  const char* value = PQgetvalue(result_, row, column);
+  double out = 0;
+  const auto [end, error] = std::from_chars(value, value + PQgetlength(result_, row, column), out);
+  if (error != std::errc()) throw Error(ErrorCode::STORE_FAILURE, "a column is not a number");
+  return out;
+}
+
+Connection::Connection(const std::vector<std::pair<std::string, std::string>>& keywords) {
+  std::vector<const char*> names;
+  std::vector<const char*> values;
+  for (const auto& [name, value] : keywords) {
+    names.push_back(name.c_str());
+    values.push_back(value.c_str());
+  }
+  names.push_back(nullptr);
+  values.push_back(nullptr);
+  conn_ = PQconnectdbParams(names.data(), values.data(), 1);
+  if (conn_ == nullptr) throw Error(ErrorCode::STORE_UNAVAILABLE, "libpq could not allocate");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    // libpq's message names the host and the reason, never the password.
+    std::string why = PQerrorMessage(conn_);
+    PQfinish(conn_);
+    conn_ = nullptr;
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw Error(ErrorCode::STORE_UNAVAILABLE, why);
+  }
+  exec("SET synchronous_commit TO on; SET TIME ZONE 'UTC'; SET client_encoding TO 'UTF8'");
+  if (exec("SHOW fsync").text(0, 0) != "on") {
+    throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE,
+                "the PostgreSQL server runs with fsync off");
+  }
+}
+
+Connection::~Connection() {
+  if (conn_ != nullptr) PQfinish(conn_);
+}
+
+bool Connection::healthy() const {
+  return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
+}
+
+Rows Connection::checked(PGresult* result, std::string_view what) {
+  Rows rows(result);
+  const auto status = result ? PQresultStatus(result) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return rows;
+  const std::string state = field(result, PG_DIAG_SQLSTATE);
+  if (state.empty() || !healthy()) {
+    throw Failure(ErrorCode::STORE_UNAVAILABLE,
+                  std::string(what) + ": the connection to PostgreSQL was lost", state, "");
+  }
+  if (state == "40001" || state == "40P01") conflicted_ = true;
+  // The primary message only: the detail field quotes the row's values (a token digest, say).
+  throw Failure(code_for(state), std::string(what) + ": " + field(result, PG_DIAG_MESSAGE_PRIMARY),
+                state, field(result, PG_DIAG_CONSTRAINT_NAME));
+}
+
+Rows Connection::run(const std::string& sql, const Params& params) {
+  auto found = prepared_.find(sql);
+  if (found == prepared_.end()) {
+    const std::string name = "aios_" + std::to_string(prepared_.size() + 1);
+    checked(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare");
+    found = prepared_.emplace(sql, name).first;
+  }
+  std::vector<const char*> values;
+  values.reserve(params.values().size());
+  for (const auto& value : params.values()) values.push_back(value ? value->c_str() : nullptr);
+  return checked(PQexecPrepared(conn_, found->second.c_str(), static_cast<int>(values.size()),
+                                values.data(), nullptr, nullptr, 0),
+                 "statement");
+}
+
+Rows Connection::exec(const std::string& sql) {
+  return checked(PQexec(conn_, sql.c_str()), "statement");
+}
+
+}  // namespace aios::store::pg

@@ -1,0 +1,111 @@
+#pragma once
+// A libpq connection behind RAII, private to src/store/postgres/: statements run as named
+// prepared statements (prepared once per connection, by SQL text), parameters and columns travel
+// as text, and every failure becomes an aios::Error with the SQLSTATE kept beside it.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "aios/error.hpp"
+
+struct pg_conn;
+struct pg_result;
+
+namespace aios::store::pg {
+
+// A statement's failure: the Error a caller sees (STORE_BUSY, STORE_FULL, STORE_UNAVAILABLE or
+// STORE_FAILURE) with the server's SQLSTATE and, for a constraint, its name.
+class Failure : public Error {
+ public:
+  Failure(ErrorCode code, std::string detail, std::string sqlstate, std::string constraint)
+      : Error(code, std::move(detail)),
+        sqlstate_(std::move(sqlstate)),
+        constraint_(std::move(constraint)) {}
+  const std::string& sqlstate() const noexcept { return sqlstate_; }
+  const std::string& constraint() const noexcept { return constraint_; }
+  bool unique_violation() const noexcept { return sqlstate_ == "23505"; }
+
+ private:
+  std::string sqlstate_;
+  std::string constraint_;
+};
+
+// Text parameters of one statement; nullopt is SQL NULL.
+class Params {
+ public:
+  Params& text(std::string value);
+  // NULL for the empty string: the seed's CAS predicates test `IS NULL`.
+  Params& text_or_null(const std::string& value);
+  Params& optional(const std::optional<std::string>& value);
+  Params& integer(std::int64_t value);
+  Params& real(double value);
+  Params& null();
+
+  const std::vector<std::optional<std::string>>& values() const { return values_; }
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+};
+
+// One statement's rows. Columns are read as stored: text (empty for NULL) or parsed numbers.
+class Rows {
+ public:
+  explicit Rows(pg_result* result);
+  ~Rows();
+  Rows(Rows&& other) noexcept;
+  Rows& operator=(Rows&& other) noexcept;
+  Rows(const Rows&) = delete;
+  Rows& operator=(const Rows&) = delete;
+
+  int size() const;
+  bool empty() const { return size() == 0; }
+  // Rows the statement changed (UPDATE, INSERT, DELETE).
+  std::int64_t affected() const;
+  // The command tag: COMMIT answers ROLLBACK when the transaction had failed.
+  std::string command() const;
+  bool null(int row, int column) const;
+  std::string text(int row, int column) const;
+  std::optional<std::string> optional(int row, int column) const;
+  std::int64_t integer(int row, int column) const;
+  double real(int row, int column) const;
+
+ private:
+  pg_result* result_;
+};
+
+class Connection {
+ public:
+  // Connects with libpq keywords and values (their order kept), then sets the session up for
+  // durable, UTC, UTF-8 work. STORE_UNAVAILABLE when the server cannot be reached or refuses the
+  // role; STORE_DURABILITY_UNAVAILABLE when the server runs with fsync off.
+  explicit Connection(const std::vector<std::pair<std::string, std::string>>& keywords);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // `sql` with $1.. bound to `params`, as a prepared statement kept for the next use.
+  Rows run(const std::string& sql, const Params& params = {});
+  // One or more statements without parameters (transaction control, migrations).
+  Rows exec(const std::string& sql);
+
+  // True once a statement lost a serialisation conflict or a deadlock in this transaction; the
+  // transaction runner then runs the body again, whatever the body made of the error.
+  bool conflicted() const { return conflicted_; }
+  void clear_conflict() { conflicted_ = false; }
+  // False once the server went away; the pool replaces the connection.
+  bool healthy() const;
+
+ private:
+  Rows checked(pg_result* result, std::string_view what);
+
+  pg_conn* conn_ = nullptr;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
+  bool conflicted_ = false;
+};
+
+}  // namespace aios::store::pg

@@ -1,0 +1,309 @@
+// The PostgreSQL backend of store::Store. Several processes (scheduler replicas, the rebind
+// service) write one database at once, so every write transaction is SERIALIZABLE: a body sees
+// and leaves the database as if it ran alone, as on SQLite, and a transaction that loses a
+// conflict rolls back whole and runs again (the seam allows a body to be re-run).
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "aios/error.hpp"
+#include "aios/log.hpp"
+#include "store/postgres/connection.hpp"
+#include "store/postgres/schema.hpp"
+#include "store/postgres/transaction.hpp"
+
+namespace aios::store {
+namespace {
+
+// A transaction that loses this many conflicts in a row is reported busy.
+constexpr int kMaxAttempts = 64;
+// The database clock is read again when its last reading is older than this.
+constexpr auto kClockReadEvery = std::chrono::seconds(5);
+// Held by the migrating process, so replicas starting together migrate once.
+constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7426001)";
+
+thread_local bool t_in_transaction = false;
+
+// The password kept in `file`, its last line break dropped.
+std::string read_password(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(ErrorCode::STORE_UNAVAILABLE, "the PostgreSQL password file cannot be read");
+  std::string password((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!password.empty() && (password.back() == '\n' || password.back() == '\r')) {
+    password.pop_back();
+  }
+  return password;
+}
+
+// The libpq keywords of `options`: defaults first, the URL's own values over them, the password
+// from its file last.
+std::vector<std::pair<std::string, std::string>> keywords_of(const PostgresOptions& options) {
+  char* error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(options.url.c_str(), &error);
+  if (parsed == nullptr) {
+    std::string why = error ? error : "unparsable";
+    PQfreemem(error);
+    throw Error(ErrorCode::STORE_URL_INVALID, "the PostgreSQL URL does not parse: " + why);
+  }
+  bool has_password = false;
+  for (auto* option = parsed; option->keyword != nullptr; ++option) {
+    if (std::string_view(option->keyword) == "password" && option->val && *option->val) {
+      has_password = true;
+    }
+  }
+  PQconninfoFree(parsed);
+  if (has_password) throw Error(ErrorCode::STORE_URL_PASSWORD_REFUSED);
+  std::vector<std::pair<std::string, std::string>> keywords = {
+      {"connect_timeout", "10"},
+      {"application_name", "aios"},
+      {"dbname", options.url},
+  };
+  if (!options.password_file.empty()) {
+    keywords.emplace_back("password", read_password(options.password_file));
+  }
+  return keywords;
+}
+
+}  // namespace
+
+class PostgresStore final : public Store {
+ public:
+  PostgresStore(PostgresOptions options, const Clock& clock)
+      : options_(std::move(options)), clock_(clock), keywords_(keywords_of(options_)) {
+    if (options_.connections == 0) options_.connections = 1;
+    idle_.push_back(std::make_unique<pg::Connection>(keywords_));
+    opened_ = 1;
+    if (options_.migrate) migrate(*idle_.back());
+    if (options_.database_clock) read_clock(*idle_.back());
+  }
+
+  void write(const std::function<void(Transaction&)>& body) override {
+    run_write([&](PgTransaction& tx) {
+      body(tx);
+      return std::exception_ptr();
+    });
+  }
+
+  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
+                                const std::function<void(Transaction&)>& then) override {
+    return run_write([&](PgTransaction& tx) {
+      body(tx);
+      auto& db = tx_connection(tx);
+      db.exec("SAVEPOINT aios_then");
+      try {
+        then(tx);
+        db.exec("RELEASE SAVEPOINT aios_then");
+        return std::exception_ptr();
+      } catch (...) {
+        if (db.conflicted()) throw;
+        auto error = std::current_exception();
+        db.exec("ROLLBACK TO SAVEPOINT aios_then");
+        return error;
+      }
+    });
+  }
+
+  void read(const std::function<void(Transaction&)>& body) override {
+    Lease lease(*this);
+    auto& db = lease.connection();
+    db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    try {
+      PgTransaction tx(db, false);
+      body(tx);
+      db.exec("COMMIT");
+    } catch (...) {
+      rollback(db);
+      throw;
+    }
+  }
+
+  TimePoint now() const override {
+    const auto local = clock_.now();
+    if (!options_.database_clock) return local;
+    return local + std::chrono::microseconds(offset_micros_.load());
+  }
+
+  void prepare_rebinds() override {
+    write([](Transaction& tx) { tx_connection(tx).exec(std::string(pg::kCreateRebindReceipts)); });
+  }
+
+  int schema_version() override {
+    int version = 0;
+    read([&](Transaction& tx) { version = current_version(tx_connection(tx)); });
+    return version;
+  }
+
+ private:
+  // A connection taken from the pool for one transaction, returned (or dropped, when the server
+  // went away) after it.
+  class Lease {
+   public:
+    explicit Lease(PostgresStore& store) : store_(store) {
+      if (t_in_transaction)
+        throw Error(ErrorCode::STORE_FAILURE, "a transaction inside a transaction");
+      connection_ = store_.acquire();
+      t_in_transaction = true;
+    }
+    ~Lease() {
+      t_in_transaction = false;
+      store_.release(std::move(connection_));
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    pg::Connection& connection() { return *connection_; }
+
+   private:
+    PostgresStore& store_;
+    std::unique_ptr<pg::Connection> connection_;
+  };
+
+  static pg::Connection& tx_connection(Transaction& tx) {
+    return static_cast<PgTransaction&>(tx).connection();
+  }
+
+  std::unique_ptr<pg::Connection> acquire() {
+    std::unique_lock lock(mutex_);
+    available_.wait(lock, [&] { return !idle_.empty() || opened_ < options_.connections; });
+    if (!idle_.empty()) {
+      auto connection = std::move(idle_.back());
+      idle_.pop_back();
+      if (connection->healthy()) return connection;
+      --opened_;
+    }
+    ++opened_;
+    lock.unlock();
+    try {
+      return std::make_unique<pg::Connection>(keywords_);
+    } catch (...) {
+      const std::lock_guard relock(mutex_);
+      --opened_;
+      available_.notify_one();
+      throw;
+    }
+  }
+
+  void release(std::unique_ptr<pg::Connection> connection) {
+    const std::lock_guard lock(mutex_);
+    if (connection && connection->healthy()) {
+      idle_.push_back(std::move(connection));
+    } else {
+      --opened_;
+    }
+    available_.notify_one();
+  }
+
+  static void rollback(pg::Connection& db) noexcept {
+    try {
+      if (db.healthy()) db.exec("ROLLBACK");
+    } catch (...) {
+      // The connection is dropped when it is unhealthy; a failed ROLLBACK leaves nothing open.
+    }
+  }
+
+  // Runs `attempt` in BEGIN … COMMIT until it commits or fails for a reason other than a lost
+  // conflict. A COMMIT whose outcome is unknown (the connection lost) is never re-run.
+  template <typename Attempt>
+  std::exception_ptr run_write(Attempt attempt) {
+    std::minstd_rand jitter(std::random_device{}());
+    for (int tries = 1;; ++tries) {
+      Lease lease(*this);
+      auto& db = lease.connection();
+      db.clear_conflict();
+      try {
+        if (options_.database_clock && clock_stale()) read_clock(db);
+        db.exec("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        PgTransaction tx(db, true);
+        auto second_error = attempt(tx);
+        // A body that swallowed a failed statement leaves an aborted transaction, whose COMMIT
+        // answers ROLLBACK without an error.
+        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
+        const auto committed = db.exec("COMMIT").command();
+        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
+        // A body that caught a failed statement and went on: nothing of it was written.
+        if (committed != "COMMIT") {
+          throw Error(ErrorCode::STORE_FAILURE, "a statement of the transaction failed");
+        }
+        return second_error;
+      } catch (...) {
+        rollback(db);
+        if (!db.conflicted()) throw;
+        if (tries >= kMaxAttempts) {
+          throw Error(ErrorCode::STORE_BUSY,
+                      "lost a serialisation conflict " + std::to_string(tries) + " times in a row");
+        }
+      }
+      // Writers that collided start again apart.
+      const int ceiling = std::min(1 << std::min(tries, 6), 50);
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(std::uniform_int_distribution<int>(0, ceiling * 1000)(jitter)));
+    }
+  }
+
+  bool clock_stale() const {
+    return std::chrono::steady_clock::now().time_since_epoch().count() - clock_read_at_.load() >
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(kClockReadEvery).count();
+  }
+
+  // The server's clock against ours, taken halfway through one round trip.
+  void read_clock(pg::Connection& db) {
+    const auto before = clock_.now();
+    const auto rows = db.exec("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint");
+    const auto after = clock_.now();
+    const auto local = before + (after - before) / 2;
+    const auto local_micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(local.time_since_epoch()).count();
+    offset_micros_ = rows.integer(0, 0) - local_micros;
+    clock_read_at_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  }
+
+  static int current_version(pg::Connection& db) {
+    const auto found = db.exec(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations WHERE "
+        "to_regclass('schema_migrations') IS NOT NULL");
+    return found.empty() ? 0 : static_cast<int>(found.integer(0, 0));
+  }
+
+  void migrate(pg::Connection& db) {
+    db.exec("BEGIN");
+    try {
+      db.exec(kMigrationLock);
+      db.exec(
+          "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, "
+          "applied_at TEXT NOT NULL DEFAULT to_char(now() AT TIME ZONE 'UTC', "
+          "'YYYY-MM-DD HH24:MI:SS'))");
+      const int current = current_version(db);
+      for (const auto& migration : pg::kMigrations) {
+        if (migration.version <= current) continue;
+        for (const auto sql : migration.sql) db.exec(std::string(sql));
+        db.run("INSERT INTO schema_migrations(version) VALUES ($1)",
+               pg::Params().integer(migration.version));
+        log::info("STORE_MIGRATED", {{"backend", "postgresql"}, {"version", migration.version}});
+      }
+      db.exec("COMMIT");
+    } catch (...) {
+      rollback(db);
+      throw;
+    }
+  }
+
+  PostgresOptions options_;
+  const Clock& clock_;
+  std::vector<std::pair<std::string, std::string>> keywords_;
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<std::unique_ptr<pg::Connection>> idle_;
+  std::size_t opened_ = 0;
+  std::atomic<std::int64_t> offset_micros_{0};
+  std::atomic<std::int64_t> clock_read_at_{0};
+};
+
+std::unique_ptr<Store> open_postgres_store(PostgresOptions options, const Clock& clock) {
+  return std::make_unique<PostgresStore>(std::move(options), clock);
+}
+
+}  // namespace aios::store

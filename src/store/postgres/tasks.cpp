@@ -1,0 +1,311 @@
+// The tasks table and its events on PostgreSQL: the same rows and the same fleet order as the
+// SQLite backend's (src/store/sqlite/tasks.cpp).
+#include <memory>
+
+#include "aios/canonical.hpp"
+#include "aios/error.hpp"
+#include "store/postgres/transaction.hpp"
+
+namespace aios::store {
+namespace pg {
+namespace {
+
+constexpr const char* kTaskColumns =
+    "task_id,status,attempt,max_attempts,revision,claimed_by,lease_token_hash,lease_expires_at,"
+    "claim_id,verification_json,result_json,metadata_json,required_capabilities_json,job_id,"
+    "action,adapter,priority,scope_key,scope_weight,task_json,request_sha256,created_at,"
+    "updated_at,execution_digest,capability_scope_json,seq,lease_generation";
+
+TaskRow task_row(const Rows& rows, int at) {
+  TaskRow row;
+  row.task_id = rows.text(at, 0);
+  row.status = rows.text(at, 1);
+  row.attempt = rows.integer(at, 2);
+  row.max_attempts = rows.integer(at, 3);
+  row.revision = rows.integer(at, 4);
+  row.claimed_by = rows.text(at, 5);
+  row.lease_token_hash = rows.text(at, 6);
+  row.lease_expires_at = rows.text(at, 7);
+  row.claim_id = rows.text(at, 8);
+  row.verification_json = rows.text(at, 9);
+  row.result_json = rows.text(at, 10);
+  row.metadata_json = rows.text(at, 11);
+  row.required_capabilities_json = rows.text(at, 12);
+  row.job_id = rows.text(at, 13);
+  row.action = rows.text(at, 14);
+  row.adapter = rows.text(at, 15);
+  row.priority = rows.integer(at, 16);
+  row.scope_key = rows.text(at, 17);
+  row.scope_weight = rows.real(at, 18);
+  row.task_json = rows.text(at, 19);
+  row.request_sha256 = rows.text(at, 20);
+  row.created_at = rows.text(at, 21);
+  row.updated_at = rows.text(at, 22);
+  row.execution_digest = rows.text(at, 23);
+  row.capability_scope_json = rows.text(at, 24);
+  row.seq = rows.integer(at, 25);
+  row.lease_generation = rows.integer(at, 26);
+  return row;
+}
+
+std::vector<TaskRow> task_rows(const Rows& rows) {
+  std::vector<TaskRow> out;
+  out.reserve(static_cast<std::size_t>(rows.size()));
+  for (int at = 0; at < rows.size(); ++at) out.push_back(task_row(rows, at));
+  return out;
+}
+
+// Rows a queue group is read in: a poll stops after a few, so the group's rows are fetched a
+// page at a time rather than all at once.
+constexpr std::int64_t kGroupPage = 16;
+
+}  // namespace
+}  // namespace pg
+
+std::optional<TaskRow> PgTransaction::load_task(const std::string& task_id) {
+  const auto rows =
+      db_.run(std::string("SELECT ") + pg::kTaskColumns + " FROM tasks WHERE task_id=$1",
+              pg::Params().text(task_id));
+  if (rows.empty()) return std::nullopt;
+  return pg::task_row(rows, 0);
+}
+
+void PgTransaction::insert_task(const TaskRow& row) {
+  // The counter row is the queue's order: each insert takes the next number under the row's
+  // write lock, so no two tasks share one.
+  const auto next =
+      db_.run("UPDATE task_queue_sequence SET last_seq=last_seq+1 RETURNING last_seq");
+  if (next.empty()) throw Error(ErrorCode::STORE_FAILURE, "the queue sequence is missing");
+  pg::Params params;
+  params.text(row.task_id)
+      .text(row.status)
+      .integer(row.attempt)
+      .integer(row.max_attempts)
+      .integer(row.revision)
+      .text_or_null(row.claimed_by)
+      .text_or_null(row.lease_token_hash)
+      .text_or_null(row.lease_expires_at)
+      .text_or_null(row.claim_id)
+      .text_or_null(row.verification_json)
+      .text_or_null(row.result_json)
+      .text_or_null(row.metadata_json)
+      .text_or_null(row.required_capabilities_json)
+      .text_or_null(row.job_id)
+      .text_or_null(row.action)
+      .text_or_null(row.adapter)
+      .integer(row.priority)
+      .text(row.scope_key)
+      .real(row.scope_weight)
+      .text_or_null(row.task_json)
+      .text_or_null(row.request_sha256)
+      .text_or_null(row.created_at)
+      .text_or_null(row.updated_at)
+      .text_or_null(row.execution_digest)
+      .text_or_null(row.capability_scope_json)
+      .integer(next.integer(0, 0))
+      .integer(row.lease_generation);
+  db_.run(std::string("INSERT INTO tasks(") + pg::kTaskColumns +
+              ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
+              "$21,$22,$23,$24,$25,$26,$27)",
+          params);
+}
+
+bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
+                                std::int64_t expected_lease_generation) {
+  pg::Params params;
+  params.text(row.status)
+      .integer(row.attempt)
+      .integer(row.revision)
+      .text_or_null(row.claimed_by)
+      .text_or_null(row.lease_token_hash)
+      .text_or_null(row.lease_expires_at)
+      .text_or_null(row.claim_id)
+      .text_or_null(row.verification_json)
+      .text_or_null(row.result_json)
+      .text_or_null(row.metadata_json)
+      .text_or_null(row.updated_at)
+      .text_or_null(row.execution_digest)
+      .text_or_null(row.action)
+      .text_or_null(row.adapter)
+      .text_or_null(row.capability_scope_json)
+      .integer(row.lease_generation)
+      .text(row.task_id)
+      .integer(expected_revision)
+      .integer(expected_lease_generation);
+  return db_.run(
+                "UPDATE tasks SET status=$1, attempt=$2, revision=$3, claimed_by=$4, "
+                "lease_token_hash=$5, lease_expires_at=$6, claim_id=$7, verification_json=$8, "
+                "result_json=$9, metadata_json=$10, updated_at=$11, execution_digest=$12, "
+                "action=$13, adapter=$14, capability_scope_json=$15, lease_generation=$16 "
+                "WHERE task_id=$17 AND revision=$18 AND lease_generation=$19",
+                params)
+             .affected() == 1;
+}
+
+void PgTransaction::append_event(const std::string& task_id, const std::string& event_type,
+                                 const std::string& agent_id, const nlohmann::json& payload,
+                                 const std::string& created_at) {
+  db_.run(
+      "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
+      "VALUES ($1,$2,$3,$4,$5)",
+      pg::Params()
+          .text(task_id)
+          .text(event_type)
+          .text(agent_id)
+          .text(canonical_json(payload))
+          .text(created_at));
+}
+
+std::vector<TaskRow> PgTransaction::tasks_with_status(const std::string& status,
+                                                      std::int64_t after_seq, std::size_t limit) {
+  return pg::task_rows(db_.run(
+      std::string("SELECT ") + pg::kTaskColumns +
+          " FROM tasks WHERE ($1='' OR status=$1) AND seq>$2 ORDER BY seq LIMIT $3",
+      pg::Params().text(status).integer(after_seq).integer(static_cast<std::int64_t>(limit))));
+}
+
+// The fleet order merged from its groups, as on SQLite: the groups are found by a loose index
+// scan of tasks_by_status_scope and each is read in seq order, a page at a time. In a write
+// transaction (a claim) the rows read are locked, and rows another claim holds are passed over
+// (SKIP LOCKED): two workers claiming at once take different tasks instead of colliding on the
+// queue's head.
+void PgTransaction::visit_queued_tasks_in_fleet_order(
+    const std::function<bool(const TaskRow&)>& visit) {
+  struct Group {
+    std::int64_t priority = 0;
+    std::string scope_key;
+    double weight = 0;
+    double served = 0;  // dispatch_count / scope_weight
+    std::vector<TaskRow> page;
+    std::size_t at = 0;
+    bool last_page = false;
+  };
+  const std::string group_columns =
+      "SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' AND ";
+  const std::string rows_sql =
+      std::string("SELECT ") + pg::kTaskColumns +
+      " FROM tasks WHERE status='QUEUED' AND priority=$1 AND scope_key=$2 AND scope_weight=$3 "
+      "AND attempt<max_attempts AND seq>$4 ORDER BY seq LIMIT $5" +
+      (writing_ ? " FOR UPDATE SKIP LOCKED" : "");
+  const auto fetch = [&](Group& group, std::int64_t after_seq) {
+    group.page = pg::task_rows(db_.run(rows_sql, pg::Params()
+                                                     .integer(group.priority)
+                                                     .text(group.scope_key)
+                                                     .real(group.weight)
+                                                     .integer(after_seq)
+                                                     .integer(pg::kGroupPage)));
+    group.at = 0;
+    group.last_page = static_cast<std::int64_t>(group.page.size()) < pg::kGroupPage;
+  };
+  std::vector<Group> groups;
+  pg::Rows found = db_.run(
+      group_columns + "priority IS NOT NULL ORDER BY priority, scope_key, scope_weight LIMIT 1");
+  while (!found.empty()) {
+    Group group;
+    group.priority = found.integer(0, 0);
+    group.scope_key = found.text(0, 1);
+    group.weight = found.real(0, 2);
+    const auto count = db_.run("SELECT dispatch_count FROM fleet_scope_state WHERE scope_key=$1",
+                               pg::Params().text(group.scope_key));
+    group.served = static_cast<double>(count.empty() ? 0 : count.integer(0, 0)) / group.weight;
+    fetch(group, -1);
+    const auto priority = group.priority;
+    const auto scope_key = group.scope_key;
+    const auto weight = group.weight;
+    if (!group.page.empty()) groups.push_back(std::move(group));
+    // The next group: the next weight of this scope, the next scope of this priority, then the
+    // next priority; each seek an equality prefix and one range the index follows.
+    found = db_.run(group_columns +
+                        "priority=$1 AND scope_key=$2 AND scope_weight>$3 "
+                        "ORDER BY scope_weight LIMIT 1",
+                    pg::Params().integer(priority).text(scope_key).real(weight));
+    if (!found.empty()) continue;
+    found = db_.run(
+        group_columns + "priority=$1 AND scope_key>$2 ORDER BY scope_key, scope_weight LIMIT 1",
+        pg::Params().integer(priority).text(scope_key));
+    if (!found.empty()) continue;
+    found =
+        db_.run(group_columns + "priority>$1 ORDER BY priority, scope_key, scope_weight LIMIT 1",
+                pg::Params().integer(priority));
+  }
+  // Legacy priority first, then the scope served least, then queue order.
+  const auto before = [](const Group& a, const Group& b) {
+    const auto& x = a.page[a.at];
+    const auto& y = b.page[b.at];
+    if (x.priority != y.priority) return x.priority > y.priority;
+    if (a.served != b.served) return a.served < b.served;
+    return x.seq < y.seq;
+  };
+  while (true) {
+    Group* next = nullptr;
+    for (auto& group : groups) {
+      if (group.at < group.page.size() && (next == nullptr || before(group, *next))) {
+        next = &group;
+      }
+    }
+    if (next == nullptr || !visit(next->page[next->at])) return;
+    if (++next->at == next->page.size() && !next->last_page) fetch(*next, next->page.back().seq);
+  }
+}
+
+std::vector<LeaseRecord> PgTransaction::claimed_leases(std::size_t limit) {
+  const auto rows = db_.run(
+      "SELECT task_id, lease_expires_at FROM tasks WHERE status='CLAIMED' "
+      "ORDER BY lease_expires_at LIMIT $1",
+      pg::Params().integer(static_cast<std::int64_t>(limit)));
+  std::vector<LeaseRecord> leases;
+  for (int at = 0; at < rows.size(); ++at) leases.push_back({rows.text(at, 0), rows.text(at, 1)});
+  return leases;
+}
+
+std::vector<std::string> PgTransaction::tasks_claimed_by_agent(const std::string& agent_id) {
+  const auto rows = db_.run(
+      "SELECT t.task_id FROM tasks t JOIN workers w ON w.worker_id=t.claimed_by "
+      "WHERE t.status='CLAIMED' AND w.agent_id=$1 ORDER BY t.task_id",
+      pg::Params().text(agent_id));
+  std::vector<std::string> held;
+  for (int at = 0; at < rows.size(); ++at) held.push_back(rows.text(at, 0));
+  return held;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> PgTransaction::status_counts() {
+  const auto rows = db_.run("SELECT status, COUNT(*) FROM tasks GROUP BY status");
+  std::vector<std::pair<std::string, std::int64_t>> counts;
+  for (int at = 0; at < rows.size(); ++at)
+    counts.emplace_back(rows.text(at, 0), rows.integer(at, 1));
+  return counts;
+}
+
+std::vector<EventRecord> PgTransaction::task_events(const std::string& task_id, std::int64_t after,
+                                                    std::size_t limit) {
+  const auto rows = db_.run(
+      "SELECT event_id, event_type, agent_id, payload_json, created_at FROM task_events "
+      "WHERE task_id=$1 AND event_id>$2 ORDER BY event_id LIMIT $3",
+      pg::Params().text(task_id).integer(after).integer(static_cast<std::int64_t>(limit)));
+  std::vector<EventRecord> events;
+  for (int at = 0; at < rows.size(); ++at) {
+    events.push_back({rows.integer(at, 0), rows.text(at, 1), rows.text(at, 2), rows.text(at, 3),
+                      rows.text(at, 4)});
+  }
+  return events;
+}
+
+bool PgTransaction::resolution_recorded(const Resolution& resolution) {
+  // The payload is canonical JSON written by append_event; ->> reads a member as SQLite's
+  // json_extract does (NULL for JSON null and for a missing member alike).
+  return !db_.run(
+                 "SELECT 1 FROM task_events WHERE task_id=$1 AND "
+                 "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=$2 AND "
+                 "(payload_json::jsonb->>'attempt') IS NOT DISTINCT FROM $3 AND "
+                 "(payload_json::jsonb->>'worker_id') IS NOT DISTINCT FROM $4 AND "
+                 "(payload_json::jsonb->>'execution_digest')=$5 LIMIT 1",
+                 pg::Params()
+                     .text(resolution.task_id)
+                     .text(resolution.actor)
+                     .integer(resolution.attempt)
+                     .optional(resolution.worker_id)
+                     .text(resolution.execution_digest))
+              .empty();
+}
+
+}  // namespace aios::store

@@ -1,0 +1,116 @@
+// What the PostgreSQL backend adds to the conformance suite: where --db points (open_store), a
+// URL's password refused, the database clock, and a failed statement voiding its transaction.
+#include "support/postgres.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "aios/store.hpp"
+#include "aios/sys.hpp"
+#include "support/code_of.hpp"
+#include "support/daemon.hpp"
+
+namespace aios::store_test {
+namespace {
+
+using test::code_of;
+
+std::string open_code(const std::string& url) {
+  const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
+  return code_of([&] { (void)store::open_store({.url = url}, clock); });
+}
+
+TEST(OpenStore, APathAndAnAbsoluteSqliteUrlOpenSqlite) {
+  // Given a plain path and a sqlite:/// URL, we should get a migrated SQLite file at each.
+  test::ScopedTempDir dir("aios-open-store");
+  const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
+  EXPECT_EQ(store::open_store({.url = (dir / "a.sqlite3").string()}, clock)->schema_version(), 6);
+  EXPECT_EQ(store::open_store({.url = "sqlite://" + (dir / "b.sqlite3").string()}, clock)
+                ->schema_version(),
+            6);
+  EXPECT_TRUE(std::filesystem::exists(dir / "b.sqlite3"));
+}
+
+TEST(OpenStore, UnknownSchemesAndRelativeSqliteUrlsAreRefused) {
+  EXPECT_EQ(open_code("mysql://db/aios"), "STORE_URL_INVALID");
+  EXPECT_EQ(open_code("sqlite://relative/state.sqlite3"), "STORE_URL_INVALID");
+  EXPECT_EQ(open_code(""), "STORE_URL_INVALID");
+}
+
+TEST(OpenStore, APasswordInThePostgresUrlIsRefusedBeforeAnyConnection) {
+  // Given a password in the URL (argv is visible to every process), we should refuse it, and
+  // the error should not repeat it.
+  const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
+  try {
+    (void)store::open_store({.url = "postgresql://aios:hunter2secret@127.0.0.1:1/aios"}, clock);
+    FAIL() << "opened";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), "STORE_URL_PASSWORD_REFUSED");
+    EXPECT_EQ(std::string(error.what()).find("hunter2secret"), std::string::npos);
+    EXPECT_EQ(error.detail().find("hunter2secret"), std::string::npos);
+  }
+  EXPECT_EQ(open_code("postgresql://127.0.0.1:1/aios?password=hunter2secret"),
+            "STORE_URL_PASSWORD_REFUSED");
+}
+
+TEST(OpenStore, AnUnreachableServerIsUnavailable) {
+  EXPECT_EQ(open_code("postgresql://aios@127.0.0.1:1/aios?connect_timeout=2"), "STORE_UNAVAILABLE");
+}
+
+class PostgresStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto admin = test::postgres_admin_url();
+    if (!admin) {
+      if (test::postgres_required()) FAIL() << "AIOS_TEST_POSTGRES_URL is not set";
+      GTEST_SKIP() << "no PostgreSQL server: AIOS_TEST_POSTGRES_URL is not set";
+    }
+    database_ = std::make_unique<test::ScopedPostgresDatabase>(*admin);
+  }
+
+  std::unique_ptr<test::ScopedPostgresDatabase> database_;
+  ManualClock clock_{TimePoint(std::chrono::seconds(1900000000))};
+};
+
+TEST_F(PostgresStore, LeaseTimeIsTheDatabaseServersClock) {
+  // Given an injected clock years off, the store should still date by the server's clock (the
+  // server here shares this host's, so they agree within a second).
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  const auto gap = opened->now() - std::chrono::system_clock::now();
+  EXPECT_LT(std::chrono::abs(gap), std::chrono::seconds(1));
+  EXPECT_EQ(opened->schema_version(), 6);
+}
+
+TEST_F(PostgresStore, ABodyThatSwallowsAFailedStatementCommitsNothing) {
+  // Given a body that catches a refused insert and goes on writing, we should be told the
+  // write failed and find nothing of it: the server voided the transaction.
+  store::PostgresOptions options;
+  options.url = database_->url();
+  options.database_clock = false;
+  const auto opened = store::open_postgres_store(std::move(options), clock_);
+  store::TaskRow row;
+  row.task_id = "task-a";
+  row.status = "QUEUED";
+  row.scope_key = "global";
+  opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  const auto code = code_of([&] {
+    opened->write([&](store::Transaction& tx) {
+      try {
+        tx.insert_task(row);
+      } catch (const Error&) {
+      }
+      auto second = row;
+      second.task_id = "task-b";
+      tx.insert_task(second);
+    });
+  });
+  EXPECT_EQ(code, "STORE_FAILURE");
+  std::optional<store::TaskRow> loaded;
+  opened->read([&](store::Transaction& tx) { loaded = tx.load_task("task-b"); });
+  EXPECT_FALSE(loaded);
+}
+
+}  // namespace
+}  // namespace aios::store_test
