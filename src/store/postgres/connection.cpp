@@ -142,10 +142,17 @@ Connection::Connection(const std::vector<std::pair<std::string, std::string>>& k
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw Error(ErrorCode::STORE_UNAVAILABLE, why);
   }
-  exec("SET synchronous_commit TO on; SET TIME ZONE 'UTC'; SET client_encoding TO 'UTF8'");
-  if (exec("SHOW fsync").text(0, 0) != "on") {
-    throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE,
-                "the PostgreSQL server runs with fsync off");
+  try {
+    exec("SET synchronous_commit TO on; SET TIME ZONE 'UTC'; SET client_encoding TO 'UTF8'");
+    if (exec("SHOW fsync").text(0, 0) != "on") {
+      throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE,
+                  "the PostgreSQL server runs with fsync off");
+    }
+  } catch (...) {
+    // The destructor does not run for a constructor that throws.
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw;
   }
 }
 
