@@ -209,7 +209,8 @@ class PostgresStore final : public Store {
   // conflict. A COMMIT whose outcome is unknown (the connection lost) is never re-run.
   template <typename Attempt>
   std::exception_ptr run_write(Attempt attempt) {
-    std::minstd_rand jitter(std::random_device{}());
+    // Seeded once per thread: random_device is a system call, and this runs on every write.
+    thread_local std::minstd_rand jitter(std::random_device{}());
     for (int tries = 1;; ++tries) {
       Lease lease(*this);
       auto& db = lease.connection();
