@@ -2,24 +2,11 @@
 // capacity, claims, fleet dispatches (the slots), scope counts, task quarantines and results.
 #include "aios/error.hpp"
 #include "store/postgres/transaction.hpp"
+#include "store/worker_select.hpp"
 
 namespace aios::store {
 namespace pg {
 namespace {
-
-constexpr const char* kWorkerSelect =
-    "SELECT w.worker_id, w.agent_id, w.capabilities_json, w.allowed_adapters_json, "
-    "w.labels_json, w.tenants_json, w.last_seen_at, COALESCE(c.max_slots, 1), "
-    "COALESCE(c.failure_domain, ''), COALESCE(c.circuit_state, 'CLOSED'), "
-    "COALESCE(c.circuit_open_until, 0), COALESCE(c.consecutive_failures, 0), "
-    "COALESCE(c.quarantined, 0), "
-    "(SELECT COUNT(*) FROM claims k WHERE k.worker_id=w.worker_id AND k.status='ACTIVE' "
-    "   AND k.lease_expires_at>$1) + "
-    "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='RESERVED' AND d.reserved_until>$1), "
-    "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='CLAIMED' AND d.created_at>=COALESCE(c.circuit_open_until, 0)) "
-    "FROM workers w LEFT JOIN fleet_worker_capacity c ON c.worker_id=w.worker_id";
 
 WorkerRecord worker_row(const Rows& rows, int at) {
   WorkerRecord worker;
@@ -90,7 +77,7 @@ void PgTransaction::set_agent_token(const std::string& agent_id, const std::stri
 }
 
 std::optional<WorkerRecord> PgTransaction::load_worker(const std::string& worker_id, double now) {
-  const auto rows = db_.run(std::string(pg::kWorkerSelect) + " WHERE w.worker_id=$2",
+  const auto rows = db_.run(std::string(kWorkerSelect) + " WHERE w.worker_id=$2",
                             pg::Params().real(now).text(worker_id));
   if (rows.empty()) return std::nullopt;
   return pg::worker_row(rows, 0);
@@ -98,7 +85,7 @@ std::optional<WorkerRecord> PgTransaction::load_worker(const std::string& worker
 
 std::vector<WorkerRecord> PgTransaction::load_workers(double now) {
   const auto rows =
-      db_.run(std::string(pg::kWorkerSelect) + " ORDER BY w.worker_id", pg::Params().real(now));
+      db_.run(std::string(kWorkerSelect) + " ORDER BY w.worker_id", pg::Params().real(now));
   std::vector<WorkerRecord> workers;
   for (int at = 0; at < rows.size(); ++at) workers.push_back(pg::worker_row(rows, at));
   return workers;

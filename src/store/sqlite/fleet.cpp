@@ -5,23 +5,10 @@
 #include "aios/error.hpp"
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/transaction.hpp"
+#include "store/worker_select.hpp"
 
 namespace aios::store {
 namespace {
-
-constexpr const char* kWorkerSelect =
-    "SELECT w.worker_id, w.agent_id, w.capabilities_json, w.allowed_adapters_json, "
-    "w.labels_json, w.tenants_json, w.last_seen_at, COALESCE(c.max_slots, 1), "
-    "COALESCE(c.failure_domain, ''), COALESCE(c.circuit_state, 'CLOSED'), "
-    "COALESCE(c.circuit_open_until, 0), COALESCE(c.consecutive_failures, 0), "
-    "COALESCE(c.quarantined, 0), "
-    "(SELECT COUNT(*) FROM claims k WHERE k.worker_id=w.worker_id AND k.status='ACTIVE' "
-    "   AND k.lease_expires_at>?1) + "
-    "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='RESERVED' AND d.reserved_until>?1), "
-    "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='CLAIMED' AND d.created_at>=COALESCE(c.circuit_open_until, 0)) "
-    "FROM workers w LEFT JOIN fleet_worker_capacity c ON c.worker_id=w.worker_id";
 
 std::string worker_text(const SQLite::Column& column) {
   return column.isNull() ? std::string() : column.getString();
@@ -99,7 +86,7 @@ void SqliteTransaction::set_agent_token(const std::string& agent_id,
 
 std::optional<WorkerRecord> SqliteTransaction::load_worker(const std::string& worker_id,
                                                            double now) {
-  Prepared query(db_, std::string(kWorkerSelect) + " WHERE w.worker_id=?2");
+  Prepared query(db_, std::string(kWorkerSelect) + " WHERE w.worker_id=$2");
   query->bind(1, now);
   query->bind(2, worker_id);
   if (!query->executeStep()) return std::nullopt;
