@@ -8,10 +8,13 @@ import hashlib
 import json
 import os
 import signal
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -129,6 +132,53 @@ class Suite:
             print(f"  stopped {name:<18} exit {code}")
 
 
+class LocalPostgres:
+    """A throwaway PostgreSQL 15 server on a free loopback port (scripts/postgres-for-tests,
+    trust authentication for loopback only) holding one database, aios, for the suite's store:
+    what --postgresql runs the scheduler and the rebind service on."""
+
+    def __init__(self):
+        # Outside the state root: the server runs as the postgres user, who cannot enter it.
+        self.dir = Path(tempfile.mkdtemp(prefix="aios-quickstart-pg-", dir="/var/tmp"))
+        started = subprocess.run([str(ROOT / "scripts" / "postgres-for-tests"), "start",
+                                  str(self.dir)], capture_output=True, text=True)
+        if started.returncode != 0:
+            fail("could not start a local PostgreSQL 15 (scripts/bootstrap installs it):\n"
+                 + started.stderr)
+        admin = urllib.parse.urlparse(started.stdout.strip())
+        subprocess.run(["/usr/lib/postgresql/15/bin/createdb", "-h", admin.hostname, "-p",
+                        str(admin.port), "-U", "postgres", "aios"], check=True)
+        self.url = admin._replace(path="/aios").geturl()
+
+    def stop(self):
+        subprocess.run([str(ROOT / "scripts" / "postgres-for-tests"), "stop", str(self.dir)],
+                       check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def store_options(parser):
+    """--db and --postgresql, shared by the quickstart and the soak."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--db", metavar="URL",
+                       help="the task store of the scheduler and the rebind service: a SQLite "
+                            "path or postgresql://… URL (default: state.sqlite3 in the state root)")
+    group.add_argument("--postgresql", action="store_true",
+                       help="run the store on a throwaway local PostgreSQL 15 server, stopped "
+                            "with the suite")
+
+
+def open_store(args, state):
+    """The --db value for the suite, and the local server to stop afterwards (or None)."""
+    if args.postgresql:
+        server = LocalPostgres()
+        print(f"== task store: PostgreSQL {server.url} (a throwaway local server)")
+        return server.url, server
+    if args.db:
+        print(f"== task store: {args.db}")
+        return args.db, None
+    return str(state / "state.sqlite3"), None
+
+
 def git(*args, cwd=None):
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
                           text=True).stdout.strip()
@@ -148,20 +198,27 @@ def main():
     parser.add_argument("--executable-root", action="append", default=[], metavar="DIR",
                         help="a directory the real profile's executable may live under "
                              "(repeatable; replaces the executor's built-in list)")
+    store_options(parser)
     args = parser.parse_args()
     state = Path(subprocess.run(["mktemp", "-d", "/tmp/aios-quickstart-XXXXXX"],
                                 capture_output=True, text=True, check=True).stdout.strip())
     suite = Suite(state)
+    store, server = open_store(args, state)
     try:
-        run(args, state, suite)
+        run(args, state, suite, store)
     finally:
         if not args.keep:
             print("\n== stopping the suite")
             suite.stop()
-        print(f"state, logs and the audit database: {state} (task events: GET /v1/tasks/<id>/events)")
+            if server:
+                server.stop()
+        elif server:
+            print(f"PostgreSQL keeps running: scripts/postgres-for-tests stop {server.dir}")
+        print(f"state, logs and (on SQLite) the audit database: {state} "
+              "(task events: GET /v1/tasks/<id>/events)")
 
 
-def run(args, state, suite):
+def run(args, state, suite, store):
     control = hashlib.sha256(os.urandom(32)).hexdigest()
     (state / "control.token").write_text(control)
     os.chmod(state / "control.token", 0o600)
@@ -175,7 +232,7 @@ def run(args, state, suite):
     print(f"== authority repository {authority} at {base[:12]} (this project's tree)")
 
     ready = suite.start("scheduler", [str(BUILD / "aios-task-scheduler"),
-                                      "--db", str(state / "state.sqlite3"),
+                                      "--db", store,
                                       "--control-token-file", str(state / "control.token"),
                                       "--api-port", "0", "--bridge-port", "0",
                                       "--authority-git-dir", str(authority),
@@ -216,7 +273,7 @@ def run(args, state, suite):
             executor_argv += ["--executable-root", "/usr/bin"]
     suite.start("executor", executor_argv, env=executor_env, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
     rebind_ready = suite.start("rebind", [str(BUILD / "aios-agent-task-execution-rebind")], env={
-        "AIOS_AGENT_TASK_DB": str(state / "state.sqlite3"),
+        "AIOS_AGENT_TASK_DB": store,
         "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE": str(state / "control.token"),
         "AIOS_GOVERNED_WRITE_API_URL": f"http://127.0.0.1:{bridge_port}",
         "AIOS_TASK_EXECUTION_REBIND_PORT": "0",

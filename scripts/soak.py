@@ -10,6 +10,7 @@ everything listens on 127.0.0.1 only. The RSS samples are left in <state>/rss.js
 
     scripts/soak.py                  2,000 tasks, a worker killed every 2 s
     scripts/soak.py --short          CI: 200 tasks
+    scripts/soak.py --postgresql     the same on a throwaway local PostgreSQL 15 (or --db URL)
 """
 
 import argparse
@@ -26,7 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quickstart import BUILD, WRITER, Api, Suite, fail, git  # noqa: E402
+from quickstart import (BUILD, WRITER, Api, Suite, fail, git, open_store,  # noqa: E402
+                        store_options)
 
 # The agent runs in its sandbox, which has no file the soak could read afterwards: it reports
 # its goal (the task id) to the witness, its one network destination, and goes on only once the
@@ -102,6 +104,7 @@ def main():
     parser.add_argument("--rss-growth", type=float, default=0.25,
                         help="fail when a daemon's RSS grows more than this fraction between the "
                              "middle and the end of the run")
+    store_options(parser)
     args = parser.parse_args()
     if args.short:
         args.tasks = 200
@@ -110,8 +113,9 @@ def main():
                                 text=True, check=True).stdout.strip())
     suite = Suite(state)
     workers = {}
+    store, server = open_store(args, state)
     try:
-        report = run(args, rng, state, suite, workers)
+        report = run(args, rng, state, suite, workers, store)
     finally:
         for proc, _ in workers.values():
             if proc.poll() is None:
@@ -122,6 +126,8 @@ def main():
             except subprocess.TimeoutExpired:
                 proc.kill()
         suite.stop()
+        if server:
+            server.stop()
     print(json.dumps(report, indent=2))
     print(f"state and logs: {state}")
     if report["lost"] or report["duplicated_runs"] or report["duplicated_results"]:
@@ -133,7 +139,7 @@ def main():
     print(f"soak: {report['tasks']} tasks, 0 lost, 0 duplicated, {report['worker_kills']} worker kills")
 
 
-def run(args, rng, state, suite, workers):
+def run(args, rng, state, suite, workers, store):
     control = os.urandom(24).hex()
     (state / "control.token").write_text(control)
     os.chmod(state / "control.token", 0o600)
@@ -150,7 +156,7 @@ def run(args, rng, state, suite, workers):
     base = git("rev-parse", "HEAD", cwd=work)
 
     ready = suite.start("scheduler", [str(BUILD / "aios-task-scheduler"),
-                                      "--db", str(state / "state.sqlite3"),
+                                      "--db", store,
                                       "--control-token-file", str(state / "control.token"),
                                       "--api-port", "0", "--bridge-port", "0",
                                       "--authority-git-dir", str(authority),

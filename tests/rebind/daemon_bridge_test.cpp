@@ -2,7 +2,6 @@
 // Bridge (whose POST /v2/plans the owner uses to register the deterministic plan), and the
 // real rebind daemon resolves through that Bridge. A rebound task is then claimable by a
 // governed writer under the new digest, as the worker's normal claim path will take it.
-#include <SQLiteCpp/SQLiteCpp.h>
 
 #include <latch>
 #include <map>
@@ -11,7 +10,7 @@
 
 #include "aios/canonical.hpp"
 #include "rebind/rebind_daemon.hpp"
-#include "store/sqlite/database.hpp"
+#include "support/store_rows.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::rebind_test {
@@ -33,7 +32,7 @@ class RebindThroughBridge : public taskapi_test::SchedulerTest {
     ASSERT_NE(bridge_port, 0) << scheduler().process().log();
     bridge_owner_.emplace(bridge_port, scheduler().control_token());
     rebind_.emplace(
-        rebind_options({.db_path = scheduler().db_path(),
+        rebind_options({.store = scheduler().store_location(),
                         .token_file = scheduler().dir() / "control_token",
                         .bridge_url = "http://127.0.0.1:" + std::to_string(bridge_port)}),
         scheduler().dir().path(), "aios-agent-task-execution-rebind");
@@ -93,8 +92,7 @@ class RebindThroughBridge : public taskapi_test::SchedulerTest {
   }
 
   std::int64_t receipts() {
-    SQLite::Database db(scheduler().db_path().string(), SQLite::OPEN_READONLY);
-    return db.execAndGet("SELECT COUNT(*) FROM task_execution_rebinds").getInt64();
+    return test::count_in(scheduler(), "SELECT COUNT(*) FROM task_execution_rebinds");
   }
 
   std::optional<ApiClient> bridge_owner_;

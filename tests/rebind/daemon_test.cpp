@@ -2,13 +2,12 @@
 // against the real scheduler's database and tasks. Here the Bridge is down (a closed loopback
 // port), which is also the Bridge-down test: every refusal that comes before the Bridge is
 // asked must still answer, and a request that reaches it must fail cleanly with nothing written.
-#include <SQLiteCpp/SQLiteCpp.h>
 
 #include "aios/canonical.hpp"
 #include "http/http_test_support.hpp"
 #include "rebind/rebind_daemon.hpp"
 #include "rebind/seed_fixture.hpp"
-#include "store/sqlite/database.hpp"
+#include "support/store_rows.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::rebind_test {
@@ -22,7 +21,7 @@ using taskapi_test::Reply;
 class RebindStartup : public ::testing::Test {
  protected:
   RebindStartup() : dir_("aios-rebind-start") {
-    config_.db_path = dir_ / "state.sqlite3";
+    config_.store = (dir_ / "state.sqlite3").string();
     config_.token_file = dir_ / "control_token";
     config_.bridge_url = "http://127.0.0.1:18892";
     test::write_token_file(config_.token_file);
@@ -80,7 +79,7 @@ class RebindDaemonTest : public taskapi_test::SchedulerTest {
   void SetUp() override {
     SchedulerTest::SetUp();
     RebindConfig config;
-    config.db_path = scheduler().db_path();
+    config.store = scheduler().store_location();
     config.token_file = scheduler().dir() / "control_token";
     config.bridge_url = bridge_url();
     rebind_.emplace(rebind_options(config), scheduler().dir().path(),
@@ -128,10 +127,9 @@ class RebindDaemonTest : public taskapi_test::SchedulerTest {
     return "/v1/tasks/" + task_id + "/execution-rebind";
   }
 
-  // Rows of task_execution_rebinds, read from the database file as an operator would.
+  // Rows of task_execution_rebinds, read from the store as an operator would.
   std::int64_t receipts() {
-    SQLite::Database db(scheduler().db_path().string(), SQLite::OPEN_READONLY);
-    return db.execAndGet("SELECT COUNT(*) FROM task_execution_rebinds").getInt64();
+    return test::count_in(scheduler(), "SELECT COUNT(*) FROM task_execution_rebinds");
   }
 
   // Asserts that `before` (a task view) is still the task's state, with its events.
@@ -303,7 +301,7 @@ TEST(RebindDaemonOnSeedSchema, ActiveLeaseIsDenied) {
   test::ScopedTempDir dir("aios-rebind-seed");
   make_seed_db(dir / "state.sqlite3", {.lease = true});
   const std::string token = test::write_token_file(dir / "control_token");
-  test::Daemon daemon(rebind_options({.db_path = dir / "state.sqlite3",
+  test::Daemon daemon(rebind_options({.store = (dir / "state.sqlite3").string(),
                                       .token_file = dir / "control_token",
                                       .bridge_url = closed_loopback_url()}),
                       dir.path(), "rebind");

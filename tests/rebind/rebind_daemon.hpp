@@ -27,7 +27,7 @@ inline std::filesystem::path rebind_binary() {
 }
 
 struct RebindConfig {
-  std::filesystem::path db_path;
+  std::string store;  // AIOS_AGENT_TASK_DB: the scheduler's SchedulerDaemon::store_location()
   std::filesystem::path token_file;
   std::string bridge_url;
   std::string authorization_id = std::string(kDaemonAuthorization);
@@ -51,7 +51,7 @@ inline nlohmann::json owner_rebind_request(
 inline test::DaemonOptions rebind_options(const RebindConfig& config) {
   test::DaemonOptions options;
   options.binary = rebind_binary();
-  options.env = {"AIOS_AGENT_TASK_DB=" + config.db_path.string(),
+  options.env = {"AIOS_AGENT_TASK_DB=" + config.store,
                  "AIOS_AGENT_TASK_CONTROL_TOKEN_FILE=" + config.token_file.string(),
                  "AIOS_GOVERNED_WRITE_API_URL=" + config.bridge_url,
                  "AIOS_TASK_EXECUTION_REBIND_HOST=127.0.0.1", "AIOS_TASK_EXECUTION_REBIND_PORT=0"};

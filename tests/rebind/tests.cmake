@@ -13,3 +13,4 @@ aios_integration_test(rebind_integration_tests
   rebind/daemon_test.cpp
   rebind/daemon_bridge_test.cpp)
 add_dependencies(rebind_integration_tests aios-agent-task-execution-rebind)
+aios_on_postgres(rebind_integration_tests 300 "-RebindStartup.*:RebindDaemonOnSeedSchema.*")

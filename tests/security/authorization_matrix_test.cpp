@@ -4,7 +4,6 @@
 // refusal carries the documented code and writes nothing (the database's row counts and the sum
 // of task revisions are the same before and after it). Each cell gets a fresh task, so a call
 // that succeeds cannot change what the next principal sees.
-#include <SQLiteCpp/SQLiteCpp.h>
 
 #include <array>
 #include <functional>
@@ -15,7 +14,7 @@
 #include "aios/canonical.hpp"
 #include "bridge/bridge_fixture.hpp"
 #include "rebind/rebind_daemon.hpp"
-#include "store/sqlite/database.hpp"
+#include "support/store_rows.hpp"
 
 namespace aios::security_test {
 namespace {
@@ -81,7 +80,7 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
     register_worker(*agent_b_, "worker-b", kWriterCapabilities, {"deterministic", "source_capture"},
                     64);
     rebind_.emplace(rebind_test::rebind_options(
-                        {.db_path = scheduler().db_path(),
+                        {.store = scheduler().store_location(),
                          .token_file = scheduler().dir() / "control_token",
                          .bridge_url = "http://127.0.0.1:" + std::to_string(bridge_port())}),
                     scheduler().dir().path(), "aios-agent-task-execution-rebind");
@@ -125,14 +124,13 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
 
   // Row counts of every table a call could write, and the sum of task revisions.
   std::vector<std::int64_t> footprint() {
-    SQLite::Database db(scheduler().db_path().string(), SQLite::OPEN_READONLY);
     std::vector<std::int64_t> out;
     for (const char* table : {"tasks", "task_events", "claims", "agents", "workers", "results",
                               "fleet_dispatches", "fleet_task_quarantine", "bridge_plans",
                               "bridge_writer_leases", "bridge_commits", "task_execution_rebinds"}) {
-      out.push_back(db.execAndGet(std::string("SELECT COUNT(*) FROM ") + table).getInt64());
+      out.push_back(test::count_in(scheduler(), std::string("SELECT COUNT(*) FROM ") + table));
     }
-    out.push_back(db.execAndGet("SELECT COALESCE(SUM(revision),0) FROM tasks").getInt64());
+    out.push_back(test::count_in(scheduler(), "SELECT COALESCE(SUM(revision),0) FROM tasks"));
     return out;
   }
 

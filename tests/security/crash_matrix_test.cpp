@@ -1,11 +1,11 @@
 // The crash-point matrix: the scheduler, the rebind daemon and the executor SIGKILLed at each of
 // their named commit points (include/aios/environment.hpp; the worker's nine phases are in
 // tests/worker/crash_test.cpp), kCyclesPerPhase times each, then restarted; and the scheduler
-// killed at random moments under claim and result traffic. After every kill PRAGMA
-// integrity_check is ok; afterwards nothing acknowledged is lost, nothing is committed twice, and
-// an interrupted external-agent run is either run exactly once (killed before its start marker)
-// or reported EXTERNAL_AGENT_OUTCOME_INDETERMINATE without a second run (after it).
-#include <SQLiteCpp/SQLiteCpp.h>
+// killed at random moments under claim and result traffic. After every kill the store is whole
+// (support/store_rows.hpp integrity_of); afterwards nothing acknowledged is lost, nothing is
+// committed twice, and an interrupted external-agent run is either run exactly once (killed before
+// its start marker) or reported EXTERNAL_AGENT_OUTCOME_INDETERMINATE without a second run (after
+// it).
 #include <fcntl.h>
 #include <signal.h>
 
@@ -16,7 +16,7 @@
 
 #include "aios/canonical.hpp"
 #include "rebind/rebind_daemon.hpp"
-#include "store/sqlite/database.hpp"
+#include "support/store_rows.hpp"
 #include "support/witness.hpp"
 #include "taskapi/client.hpp"
 
@@ -30,20 +30,6 @@ using taskapi_test::Reply;
 using taskapi_test::require;
 
 constexpr int kCyclesPerPhase = 20;
-
-std::string integrity_of(const std::filesystem::path& db) {
-  SQLite::Database raw(db.string(), SQLite::OPEN_READONLY);
-  return raw.execAndGet("PRAGMA integrity_check").getString();
-}
-
-std::int64_t count_in(const std::filesystem::path& db, const std::string& sql,
-                      const std::string& param) {
-  SQLite::Database raw(db.string(), SQLite::OPEN_READONLY);
-  SQLite::Statement query(raw, sql);
-  query.bind(1, param);
-  query.executeStep();
-  return query.getColumn(0).getInt64();
-}
 
 // Waits for the armed daemon to kill itself at its fault point; checks that it did.
 void expect_fault_kill(test::Daemon& daemon) {
@@ -118,7 +104,7 @@ TEST_P(SchedulerCrashTest, KilledAfterTheCommitBeforeTheAnswerLosesAndDoublesNot
       EXPECT_ANY_THROW(agent.post(target, body)) << "the scheduler answered before its fault";
     }
     expect_fault_kill(process);
-    ASSERT_EQ(integrity_of(scheduler().db_path()), "ok");
+    ASSERT_EQ(test::integrity_of(scheduler()), "ok");
     restart(process, "");
     reconnect();
     ApiClient agent = client(token_);
@@ -137,8 +123,7 @@ TEST_P(SchedulerCrashTest, KilledAfterTheCommitBeforeTheAnswerLosesAndDoublesNot
     EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_CLAIMED"), 1);
     EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_RESULT_SUBMITTED"),
               result_phase ? 1 : 0);
-    EXPECT_EQ(count_in(scheduler().db_path(), "SELECT COUNT(*) FROM claims WHERE task_id=?", id),
-              1);
+    EXPECT_EQ(test::count_in(scheduler(), "SELECT COUNT(*) FROM claims WHERE task_id=$1", {id}), 1);
     restart(process, phase);
   }
   restart(process, "");
@@ -227,29 +212,28 @@ TEST_F(SchedulerRandomKillTest, RandomKillsUnderTrafficLoseNoAcknowledgedResult)
     done = true;
     traffic.join();
     acknowledged.insert(accepted.begin(), accepted.end());
-    ASSERT_EQ(integrity_of(scheduler().db_path()), "ok") << "after kill " << kill;
+    ASSERT_EQ(test::integrity_of(scheduler()), "ok") << "after kill " << kill;
     process.start();
   }
   reconnect();
-  SQLite::Database raw(scheduler().db_path().string(), SQLite::OPEN_READONLY);
   for (const auto& [id, result] : acknowledged) {
     const Json view = task(id);
     EXPECT_EQ(view.at("status"), "VERIFYING") << id;
     EXPECT_EQ(view.at("result"), result) << id;
   }
-  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM (SELECT task_id, attempt FROM claims GROUP BY "
-                           "task_id, attempt HAVING COUNT(*) > 1)")
-                .getInt64(),
+  EXPECT_EQ(test::count_in(scheduler(),
+                           "SELECT COUNT(*) FROM (SELECT task_id, attempt FROM claims "
+                           "GROUP BY task_id, attempt HAVING COUNT(*) > 1) AS twice"),
             0);
-  EXPECT_EQ(
-      raw.execAndGet("SELECT COUNT(*) FROM (SELECT task_id FROM task_events WHERE "
-                     "event_type='TASK_RESULT_SUBMITTED' GROUP BY task_id HAVING COUNT(*) > 1)")
-          .getInt64(),
-      0);
-  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM results").getInt64(),
-            raw.execAndGet("SELECT COUNT(*) FROM task_events WHERE "
-                           "event_type='TASK_RESULT_SUBMITTED'")
-                .getInt64());
+  EXPECT_EQ(test::count_in(scheduler(),
+                           "SELECT COUNT(*) FROM (SELECT task_id FROM task_events WHERE "
+                           "event_type='TASK_RESULT_SUBMITTED' GROUP BY task_id HAVING COUNT(*) > "
+                           "1) AS twice"),
+            0);
+  EXPECT_EQ(test::count_in(scheduler(), "SELECT COUNT(*) FROM results"),
+            test::count_in(scheduler(),
+                           "SELECT COUNT(*) FROM task_events WHERE "
+                           "event_type='TASK_RESULT_SUBMITTED'"));
   EXPECT_GT(acknowledged.size(), 0u);
 }
 
@@ -265,7 +249,7 @@ class RebindCrashTest : public taskapi_test::SchedulerTest,
     bridge_owner_.emplace(scheduler().bridge_port(), scheduler().control_token());
     rebind_.emplace(
         rebind_test::rebind_options(
-            {.db_path = scheduler().db_path(),
+            {.store = scheduler().store_location(),
              .token_file = scheduler().dir() / "control_token",
              .bridge_url = "http://127.0.0.1:" + std::to_string(scheduler().bridge_port())}),
         scheduler().dir().path(), "aios-agent-task-execution-rebind");
@@ -324,15 +308,15 @@ TEST_P(RebindCrashTest, KilledAroundTheRebindTransactionAppliesItExactlyOnce) {
       EXPECT_ANY_THROW(owner_client.post(target, body));
     }
     expect_fault_kill(*rebind_);
-    ASSERT_EQ(integrity_of(scheduler().db_path()), "ok");
+    ASSERT_EQ(test::integrity_of(scheduler()), "ok");
     restart(*rebind_, "");
     ApiClient owner_client(rebind_->port(), scheduler().control_token());
     const Reply again = owner_client.post(target, body);
     EXPECT_EQ(again.status, committed ? 200 : 201) << describe(again);
     const auto types = event_types(id);
     EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_EXECUTION_REBIND_AUTHORIZED"), 1);
-    EXPECT_EQ(count_in(scheduler().db_path(),
-                       "SELECT COUNT(*) FROM task_execution_rebinds WHERE task_id=?", id),
+    EXPECT_EQ(test::count_in(scheduler(),
+                             "SELECT COUNT(*) FROM task_execution_rebinds WHERE task_id=$1", {id}),
               1);
     EXPECT_EQ(task(id).at("execution_digest"), body.at("expected_new_execution_digest"));
     restart(*rebind_, phase);

@@ -3,7 +3,6 @@
 // connection flood, all while valid traffic creates, claims and completes tasks. Afterwards every
 // daemon still answers, no request got a 5xx but 503, the database passes integrity_check and
 // every acknowledged result is stored.
-#include <SQLiteCpp/SQLiteCpp.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -15,7 +14,7 @@
 #include <thread>
 
 #include "rebind/rebind_daemon.hpp"
-#include "store/sqlite/database.hpp"
+#include "support/store_rows.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::security_test {
@@ -111,7 +110,7 @@ TEST_F(HostileClientsTest, EveryDaemonSurvivesTheBatteryWithoutAFiveHundredOrALo
   test::write_text_file(token_file, scheduler().control_token() + "\n");
   test::Daemon rebind(
       rebind_test::rebind_options(
-          {.db_path = scheduler().db_path(),
+          {.store = scheduler().store_location(),
            .token_file = token_file,
            .bridge_url = "http://127.0.0.1:" + std::to_string(scheduler().bridge_port())}),
       scheduler().dir().path(), "rebind");
@@ -210,8 +209,7 @@ TEST_F(HostileClientsTest, EveryDaemonSurvivesTheBatteryWithoutAFiveHundredOrALo
   for (const auto& [id, result] : acknowledged) {
     EXPECT_EQ(task(id).at("result"), result) << id;
   }
-  SQLite::Database db(scheduler().db_path().string(), SQLite::OPEN_READONLY);
-  EXPECT_EQ(db.execAndGet("PRAGMA integrity_check").getString(), "ok");
+  EXPECT_EQ(test::integrity_of(scheduler()), "ok");
 }
 
 }  // namespace

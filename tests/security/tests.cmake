@@ -23,3 +23,4 @@ target_link_libraries(security_tests PRIVATE SQLite::SQLite3)
 # (AIOS_CRASH_RANDOM_KILLS) under traffic.
 aios_integration_test(crash_matrix_tests security/crash_matrix_test.cpp)
 add_dependencies(crash_matrix_tests aios-agent-task-execution-rebind aios-external-agent-executor)
+aios_on_postgres(crash_matrix_tests 300)

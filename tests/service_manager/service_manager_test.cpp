@@ -180,7 +180,7 @@ TEST_F(ServiceManagerTest, WorkerIsReadyOnceRegistered) {
 TEST_F(ServiceManagerTest, RebindDaemonIsReadyOnceItServes) {
   NotifySocket socket;
   auto options = rebind_test::rebind_options(
-      {.db_path = scheduler().db_path(),
+      {.store = scheduler().store_location(),
        .token_file = dir() / "control_token",
        .bridge_url = "http://127.0.0.1:" + std::to_string(scheduler().bridge_port())});
   const auto notify_env = socket.env();

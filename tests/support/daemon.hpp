@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -41,6 +42,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "support/postgres.hpp"
 
 extern "C" {
 extern char** environ;
@@ -529,15 +532,32 @@ struct SchedulerConfig {
   std::vector<std::string> env;         // NAME=value, see DaemonOptions::env
 };
 
+// The backend every SchedulerDaemon of this process runs on: AIOS_TEST_STORE=postgresql puts each
+// on a fresh database of the tests' PostgreSQL server (AIOS_TEST_POSTGRES_URL), so a daemon test
+// binary that tests/CMakeLists.txt registers a second time with that variable covers the
+// PostgreSQL store through the real daemons; anything else (the default) is SQLite.
+inline bool test_store_is_postgres() {
+  const char* store = std::getenv("AIOS_TEST_STORE");
+  if (store == nullptr || std::string_view(store) != "postgresql") return false;
+  if (!postgres_admin_url()) {
+    throw std::runtime_error("AIOS_TEST_STORE=postgresql without AIOS_TEST_POSTGRES_URL");
+  }
+  return true;
+}
+
 // aios-task-scheduler on an ephemeral loopback port with its own temporary directory, database
-// (state.sqlite3) and control token file. Not started by the constructor: call start().
-// restart() / start() after kill() reuse the same database and token.
+// (state.sqlite3, or a PostgreSQL database, see test_store_is_postgres) and control token file.
+// Not started by the constructor: call start(). restart() / start() after kill() reuse the same
+// database and token.
 class SchedulerDaemon {
  public:
   explicit SchedulerDaemon(SchedulerConfig config = {})
       : dir_("aios-scheduler"),
         token_(write_token_file(dir_ / "control_token")),
         db_path_(dir_ / "state.sqlite3"),
+        postgres_(test_store_is_postgres()
+                      ? std::make_unique<ScopedPostgresDatabase>(*postgres_admin_url())
+                      : nullptr),
         authority_(config.authority_git_dir.empty() ? dir_ / "authority.git"
                                                     : config.authority_git_dir),
         daemon_(make_options(config), dir_.path(), "aios-task-scheduler") {}
@@ -555,6 +575,10 @@ class SchedulerDaemon {
   }
   const std::filesystem::path& authority_git_dir() const { return authority_; }
   const std::string& control_token() const { return token_; }
+  // What --db names: the SQLite file or the PostgreSQL URL.
+  std::string store_location() const { return postgres_ ? postgres_->url() : db_path_.string(); }
+  bool on_postgres() const { return postgres_ != nullptr; }
+  // The SQLite file (meaningful only when !on_postgres()).
   const std::filesystem::path& db_path() const { return db_path_; }
   const ScopedTempDir& dir() const { return dir_; }
   Daemon& process() { return daemon_; }
@@ -566,7 +590,7 @@ class SchedulerDaemon {
     options.binary = scheduler_binary();
 #endif
     options.args = {"--db",
-                    db_path_.string(),
+                    store_location(),
                     "--control-token-file",
                     (dir_ / "control_token").string(),
                     "--api-port",
@@ -587,6 +611,7 @@ class SchedulerDaemon {
   ScopedTempDir dir_;  // first: outlives the daemon and its log files
   std::string token_;
   std::filesystem::path db_path_;
+  std::unique_ptr<ScopedPostgresDatabase> postgres_;  // dropped after the daemon stopped
   std::filesystem::path authority_;
   Daemon daemon_;
 };

@@ -1,7 +1,6 @@
 // Crash and restart against the real daemon: SIGKILL in the middle of a lifecycle and of a
 // stream of writes, then a restart on the same database. Committed state, issued agent tokens
-// and lease tokens survive; the database passes PRAGMA integrity_check.
-#include <SQLiteCpp/SQLiteCpp.h>
+// and lease tokens survive; the store comes through whole (support/store_rows.hpp).
 #include <signal.h>
 
 #include <atomic>
@@ -11,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/sqlite/database.hpp"
+#include "support/store_rows.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::taskapi_test {
@@ -19,15 +18,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsSupersetOf;
-
-// PRAGMA integrity_check of a database no daemon is using, opened read-only.
-std::string integrity_of(const std::filesystem::path& db_path) {
-  SQLite::Database db(db_path.string(), SQLite::OPEN_READONLY);
-  std::string answer;
-  SQLite::Statement check(db, "PRAGMA integrity_check");
-  while (check.executeStep()) answer += check.getColumn(0).getString() + "\n";
-  return answer;
-}
 
 class RestartTest : public SchedulerTest {
  protected:
@@ -80,7 +70,7 @@ TEST_F(RestartTest, KilledMidLifecycleKeepsStateAndHonoursTheLease) {
 
   const auto stopped = scheduler().stop();
   EXPECT_TRUE(stopped.exited_with(0)) << stopped.describe();
-  EXPECT_EQ(integrity_of(scheduler().db_path()), "ok\n");
+  EXPECT_EQ(test::integrity_of(scheduler()), "ok");
 }
 
 TEST_F(RestartTest, AcknowledgedCreatesSurviveAKill) {
@@ -122,7 +112,7 @@ TEST_F(RestartTest, AcknowledgedCreatesSurviveAKill) {
   ASSERT_TRUE(enough);
   ASSERT_TRUE(writer_error.empty()) << writer_error;
   EXPECT_TRUE(killed.killed_by(SIGKILL)) << killed.describe();
-  EXPECT_EQ(integrity_of(scheduler().db_path()), "ok\n");
+  EXPECT_EQ(test::integrity_of(scheduler()), "ok");
 
   scheduler().restart();
   reconnect();
@@ -194,7 +184,7 @@ TEST_F(RestartTest, SigtermDrainsClaimsInFlight) {
   ASSERT_TRUE(started);
   EXPECT_TRUE(stopped.exited_with(0)) << stopped.describe() << scheduler().process().log();
   EXPECT_TRUE(odd.empty()) << odd.front();
-  EXPECT_EQ(integrity_of(scheduler().db_path()), "ok\n");
+  EXPECT_EQ(test::integrity_of(scheduler()), "ok");
 
   scheduler().restart();
   reconnect();
@@ -219,7 +209,7 @@ TEST_F(RestartTest, GracefulStopThenRestartKeepsEverything) {
   EXPECT_TRUE(scheduler().process().find_event("SHUTDOWN_REQUESTED").has_value());
   EXPECT_TRUE(scheduler().process().find_event("STOPPED").has_value())
       << scheduler().process().log();
-  EXPECT_EQ(integrity_of(scheduler().db_path()), "ok\n");
+  EXPECT_EQ(test::integrity_of(scheduler()), "ok");
 
   scheduler().restart();
   reconnect();
