@@ -7,6 +7,7 @@
 // All functions are pure and thread-safe.
 
 #include <cstddef>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,6 +52,23 @@ std::string hex_of(const unsigned char* data, std::size_t size);
 
 // Lower-case hex SHA-256 of `data` (OpenSSL).
 std::string sha256_hex(std::string_view data);
+
+// The same over data fed in pieces (a stream, a table's rows), never held whole.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void update(std::string_view data);
+  // Lower-case hex of what was fed; the object is spent afterwards.
+  std::string finish();
+
+ private:
+  struct Context;
+  std::unique_ptr<Context> context_;
+};
 
 // sha256_hex(canonical_json(value)).
 std::string digest(const nlohmann::json& value);

@@ -2,6 +2,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,34 @@ std::string sha256_hex(std::string_view data) {
   unsigned int length = 0;
   if (EVP_Digest(data.data(), data.size(), md, &length, EVP_sha256(), nullptr) != 1) {
     throw Error(ErrorCode::INTERNAL_ERROR, "EVP_Digest(sha256) failed");
+  }
+  return hex_of(md, length);
+}
+
+struct Sha256::Context {
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  ~Context() { EVP_MD_CTX_free(md); }
+};
+
+Sha256::Sha256() : context_(std::make_unique<Context>()) {
+  if (context_->md == nullptr || EVP_DigestInit_ex(context_->md, EVP_sha256(), nullptr) != 1) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "EVP_DigestInit_ex(sha256) failed");
+  }
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::update(std::string_view data) {
+  if (EVP_DigestUpdate(context_->md, data.data(), data.size()) != 1) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "EVP_DigestUpdate(sha256) failed");
+  }
+}
+
+std::string Sha256::finish() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(context_->md, md, &length) != 1) {
+    throw Error(ErrorCode::INTERNAL_ERROR, "EVP_DigestFinal_ex(sha256) failed");
   }
   return hex_of(md, length);
 }

@@ -1,9 +1,5 @@
 #include "executor/output.hpp"
 
-#include <openssl/evp.h>
-
-#include <array>
-
 #include "aios/canonical.hpp"
 #include "aios/files.hpp"
 
@@ -24,16 +20,7 @@ void redact_strings(json& value, const std::vector<std::string>& secrets) {
 
 }  // namespace
 
-struct StreamCapture::Hash {
-  EVP_MD_CTX* context = EVP_MD_CTX_new();
-  ~Hash() { EVP_MD_CTX_free(context); }
-};
-
-StreamCapture::StreamCapture(std::size_t keep) : keep_(keep), hash_(std::make_unique<Hash>()) {
-  if (hash_->context == nullptr || EVP_DigestInit_ex(hash_->context, EVP_sha256(), nullptr) != 1) {
-    throw Error(ErrorCode::INTERNAL_ERROR, "EVP_DigestInit_ex failed");
-  }
-}
+StreamCapture::StreamCapture(std::size_t keep) : keep_(keep), hash_(std::make_unique<Sha256>()) {}
 
 StreamCapture::~StreamCapture() = default;
 
@@ -58,15 +45,12 @@ void StreamCapture::feed(std::string_view chunk) {
 void StreamCapture::finish() {
   if (pending_cr_) emit("\n");
   pending_cr_ = false;
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(hash_->context, digest.data(), &length);
-  digest_ = hex_of(digest.data(), length);
+  digest_ = hash_->finish();
 }
 
 void StreamCapture::emit(std::string_view translated) {
   if (translated.empty()) return;
-  EVP_DigestUpdate(hash_->context, translated.data(), translated.size());
+  hash_->update(translated);
   const std::size_t to_head = std::min(translated.size(), keep_ - std::min(keep_, head_.size()));
   head_.append(translated.substr(0, to_head));
   tail_.append(translated.substr(to_head));

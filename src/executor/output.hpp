@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 
 namespace aios::executor {
@@ -40,8 +41,7 @@ class StreamCapture {
   std::string tail_;
   bool dropped_ = false;
   bool pending_cr_ = false;
-  struct Hash;
-  std::unique_ptr<Hash> hash_;
+  std::unique_ptr<Sha256> hash_;
   std::string digest_;
 };
 

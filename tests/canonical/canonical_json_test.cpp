@@ -192,6 +192,19 @@ TEST(Sha256Hex, KnownVectors) {
             "59b271ae1bbcb1d31d41929817f4b16fb439eb4f31520b5ad1d5ce98920a7138");
 }
 
+TEST(Sha256, FedInPiecesEqualsTheWholeDigest) {
+  aios::Sha256 nothing;
+  EXPECT_EQ(nothing.finish(), aios::sha256_hex(""));
+  aios::Sha256 pieces;
+  for (int i = 0; i < 1000; ++i) pieces.update(std::string(1000, 'a'));
+  EXPECT_EQ(pieces.finish(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  aios::Sha256 split;
+  split.update("a\0"sv);
+  split.update("");
+  split.update("b");
+  EXPECT_EQ(split.finish(), aios::sha256_hex("a\0b"sv));
+}
+
 TEST(IsSha256Hex, AcceptsOnlySixtyFourLowerCaseHexDigits) {
   const std::string good = aios::sha256_hex("abc");
   EXPECT_TRUE(aios::is_sha256_hex(good));
