@@ -460,6 +460,32 @@ struct StoreLocation {
 // The store `location` names. STORE_URL_INVALID for a scheme neither backend takes.
 std::unique_ptr<Store> open_store(const StoreLocation& location, const Clock& clock);
 
+// One table of a migration: its rows and the SHA-256 of their values in key order (the same
+// figure read from the snapshot and from the copy), and whether the live source's rows differed
+// from the snapshot's when the copy had committed (what changed meanwhile was not copied).
+struct MigratedTable {
+  std::string table;
+  std::int64_t rows = 0;
+  std::string sha256;
+  bool changed_after_snapshot = false;
+};
+
+struct MigrationReport {
+  std::vector<MigratedTable> tables;
+  bool changed_after_snapshot() const;
+};
+
+// aios-store migrate: copies the SQLite store at `source` into the empty PostgreSQL store at
+// `target` from a consistent snapshot (SQLite's online backup, taken into a temporary file under
+// `snapshot_dir` and removed after; the scheduler may keep running), in one transaction that
+// commits only when every table's row count and digest read back from PostgreSQL equal the
+// snapshot's. Refused, with nothing written: a target that already holds rows
+// (STORE_MIGRATION_TARGET_NOT_EMPTY), tables or columns that differ between the two schemas or a
+// value of a kind the other backend does not hold (STORE_MIGRATION_SCHEMA_MISMATCH), a copy that
+// does not read back equal (STORE_MIGRATION_MISMATCH).
+MigrationReport migrate_sqlite_to_postgres(const StoreLocation& source, const StoreLocation& target,
+                                           const std::filesystem::path& snapshot_dir);
+
 // The durable record of where a worker's execution of a task is. One row per task; every
 // phase change is one fsync'd commit. The lease token is kept so a restart can heartbeat the
 // same attempt.

@@ -1,9 +1,12 @@
 // Which backend a daemon's --db names.
 #include <cstdlib>
 #include <string_view>
+#include <utility>
+#include <variant>
 
 #include "aios/error.hpp"
 #include "aios/store.hpp"
+#include "store/location.hpp"
 
 namespace aios::store {
 namespace {
@@ -23,14 +26,13 @@ std::filesystem::path password_file(const StoreLocation& location) {
 
 }  // namespace
 
-std::unique_ptr<Store> open_store(const StoreLocation& location, const Clock& clock) {
+std::variant<SqliteOptions, PostgresOptions> resolve_location(const StoreLocation& location) {
   const std::string_view url = location.url;
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    return open_postgres_store({.url = location.url,
-                                .password_file = password_file(location),
-                                .connections = location.connections,
-                                .migrate = location.migrate},
-                               clock);
+    return PostgresOptions{.url = location.url,
+                           .password_file = password_file(location),
+                           .connections = location.connections,
+                           .migrate = location.migrate};
   }
   std::filesystem::path path(location.url);
   if (url.starts_with(kSqliteScheme)) {
@@ -42,8 +44,16 @@ std::unique_ptr<Store> open_store(const StoreLocation& location, const Clock& cl
   } else if (url.empty() || url.find("://") != std::string_view::npos) {
     throw Error(ErrorCode::STORE_URL_INVALID);
   }
-  return open_sqlite_store(
-      {.path = path, .connections = location.connections, .migrate = location.migrate}, clock);
+  return SqliteOptions{
+      .path = path, .connections = location.connections, .migrate = location.migrate};
+}
+
+std::unique_ptr<Store> open_store(const StoreLocation& location, const Clock& clock) {
+  auto options = resolve_location(location);
+  if (auto* postgres = std::get_if<PostgresOptions>(&options)) {
+    return open_postgres_store(std::move(*postgres), clock);
+  }
+  return open_sqlite_store(std::move(std::get<SqliteOptions>(options)), clock);
 }
 
 }  // namespace aios::store

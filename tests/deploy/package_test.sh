@@ -60,7 +60,7 @@ grep -q '^Status: install ok installed' <<<"$status" \
   || fail "dpkg does not report the package installed"
 
 for binary in aios-task-scheduler aios-agent-task-execution-rebind aios-external-agent-executor \
-  aios-online-agent-worker aios-envelope; do
+  aios-online-agent-worker aios-envelope aios-store; do
   [ -x "$root/usr/bin/$binary" ] || fail "missing /usr/bin/$binary"
 done
 version=$("$root/usr/bin/aios-task-scheduler" --version)

@@ -530,6 +530,9 @@ struct SchedulerConfig {
   std::filesystem::path authority_git_dir;
   std::vector<std::string> extra_args;  // appended after the standard ones
   std::vector<std::string> env;         // NAME=value, see DaemonOptions::env
+  // --db; empty: state.sqlite3 in the daemon's directory or, with AIOS_TEST_STORE=postgresql, a
+  // fresh PostgreSQL database (test_store_is_postgres).
+  std::string store;
 };
 
 // The backend every SchedulerDaemon of this process runs on: AIOS_TEST_STORE=postgresql puts each
@@ -555,9 +558,12 @@ class SchedulerDaemon {
       : dir_("aios-scheduler"),
         token_(write_token_file(dir_ / "control_token")),
         db_path_(dir_ / "state.sqlite3"),
-        postgres_(test_store_is_postgres()
+        postgres_(config.store.empty() && test_store_is_postgres()
                       ? std::make_unique<ScopedPostgresDatabase>(*postgres_admin_url())
                       : nullptr),
+        store_(!config.store.empty() ? config.store
+               : postgres_           ? postgres_->url()
+                                     : db_path_.string()),
         authority_(config.authority_git_dir.empty() ? dir_ / "authority.git"
                                                     : config.authority_git_dir),
         daemon_(make_options(config), dir_.path(), "aios-task-scheduler") {}
@@ -576,8 +582,8 @@ class SchedulerDaemon {
   const std::filesystem::path& authority_git_dir() const { return authority_; }
   const std::string& control_token() const { return token_; }
   // What --db names: the SQLite file or the PostgreSQL URL.
-  std::string store_location() const { return postgres_ ? postgres_->url() : db_path_.string(); }
-  bool on_postgres() const { return postgres_ != nullptr; }
+  const std::string& store_location() const { return store_; }
+  bool on_postgres() const { return store_.starts_with("postgresql://"); }
   // The SQLite file (meaningful only when !on_postgres()).
   const std::filesystem::path& db_path() const { return db_path_; }
   const ScopedTempDir& dir() const { return dir_; }
@@ -612,6 +618,7 @@ class SchedulerDaemon {
   std::string token_;
   std::filesystem::path db_path_;
   std::unique_ptr<ScopedPostgresDatabase> postgres_;  // dropped after the daemon stopped
+  std::string store_;
   std::filesystem::path authority_;
   Daemon daemon_;
 };

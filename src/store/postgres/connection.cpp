@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 namespace aios::store::pg {
@@ -24,6 +26,17 @@ ErrorCode code_for(std::string_view state) {
 std::string field(const PGresult* result, int code) {
   const char* value = result ? PQresultErrorField(result, code) : nullptr;
   return value ? value : "";
+}
+
+// The password kept in `file`, its last line break dropped.
+std::string read_password(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(ErrorCode::STORE_UNAVAILABLE, "the PostgreSQL password file cannot be read");
+  std::string password((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!password.empty() && (password.back() == '\n' || password.back() == '\r')) {
+    password.pop_back();
+  }
+  return password;
 }
 
 }  // namespace
@@ -196,6 +209,34 @@ Rows Connection::run(const std::string& sql, const Params& params) {
 
 Rows Connection::exec(const std::string& sql) {
   return checked(PQexec(conn_, sql.c_str()), "statement");
+}
+
+std::vector<std::pair<std::string, std::string>> connection_keywords(
+    const PostgresOptions& options) {
+  char* error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(options.url.c_str(), &error);
+  if (parsed == nullptr) {
+    std::string why = error ? error : "unparsable";
+    PQfreemem(error);
+    throw Error(ErrorCode::STORE_URL_INVALID, "the PostgreSQL URL does not parse: " + why);
+  }
+  bool has_password = false;
+  for (auto* option = parsed; option->keyword != nullptr; ++option) {
+    if (std::string_view(option->keyword) == "password" && option->val && *option->val) {
+      has_password = true;
+    }
+  }
+  PQconninfoFree(parsed);
+  if (has_password) throw Error(ErrorCode::STORE_URL_PASSWORD_REFUSED);
+  std::vector<std::pair<std::string, std::string>> keywords = {
+      {"connect_timeout", "10"},
+      {"application_name", "aios"},
+      {"dbname", options.url},
+  };
+  if (!options.password_file.empty()) {
+    keywords.emplace_back("password", read_password(options.password_file));
+  }
+  return keywords;
 }
 
 }  // namespace aios::store::pg

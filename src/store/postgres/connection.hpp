@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "aios/error.hpp"
+#include "aios/store.hpp"
 
 struct pg_conn;
 struct pg_result;
@@ -77,6 +78,12 @@ class Rows {
  private:
   pg_result* result_;
 };
+
+// The libpq keywords that open a session of `options`: defaults first, the URL's own values over
+// them, the password from its file last. A URL that holds a password is refused
+// (STORE_URL_PASSWORD_REFUSED); an unparsable one is STORE_URL_INVALID.
+std::vector<std::pair<std::string, std::string>> connection_keywords(
+    const PostgresOptions& options);
 
 class Connection {
  public:

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -29,52 +28,12 @@ constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7426001)";
 
 thread_local bool t_in_transaction = false;
 
-// The password kept in `file`, its last line break dropped.
-std::string read_password(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(ErrorCode::STORE_UNAVAILABLE, "the PostgreSQL password file cannot be read");
-  std::string password((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!password.empty() && (password.back() == '\n' || password.back() == '\r')) {
-    password.pop_back();
-  }
-  return password;
-}
-
-// The libpq keywords of `options`: defaults first, the URL's own values over them, the password
-// from its file last.
-std::vector<std::pair<std::string, std::string>> keywords_of(const PostgresOptions& options) {
-  char* error = nullptr;
-  PQconninfoOption* parsed = PQconninfoParse(options.url.c_str(), &error);
-  if (parsed == nullptr) {
-    std::string why = error ? error : "unparsable";
-    PQfreemem(error);
-    throw Error(ErrorCode::STORE_URL_INVALID, "the PostgreSQL URL does not parse: " + why);
-  }
-  bool has_password = false;
-  for (auto* option = parsed; option->keyword != nullptr; ++option) {
-    if (std::string_view(option->keyword) == "password" && option->val && *option->val) {
-      has_password = true;
-    }
-  }
-  PQconninfoFree(parsed);
-  if (has_password) throw Error(ErrorCode::STORE_URL_PASSWORD_REFUSED);
-  std::vector<std::pair<std::string, std::string>> keywords = {
-      {"connect_timeout", "10"},
-      {"application_name", "aios"},
-      {"dbname", options.url},
-  };
-  if (!options.password_file.empty()) {
-    keywords.emplace_back("password", read_password(options.password_file));
-  }
-  return keywords;
-}
-
 }  // namespace
 
 class PostgresStore final : public Store {
  public:
   PostgresStore(PostgresOptions options, const Clock& clock)
-      : options_(std::move(options)), clock_(clock), keywords_(keywords_of(options_)) {
+      : options_(std::move(options)), clock_(clock), keywords_(pg::connection_keywords(options_)) {
     if (options_.connections == 0) options_.connections = 1;
     idle_.push_back(std::make_unique<pg::Connection>(keywords_));
     opened_ = 1;
