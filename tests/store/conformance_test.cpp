@@ -117,10 +117,7 @@ class StoreConformance : public ::testing::TestWithParam<Backend> {
 
   void SetUp() override {
     store_ = GetParam().open(dir_.path(), clock_, keep_);
-    if (!store_) {
-      if (test::postgres_required()) FAIL() << "AIOS_TEST_POSTGRES_URL is not set";
-      GTEST_SKIP() << "no PostgreSQL server: AIOS_TEST_POSTGRES_URL is not set";
-    }
+    if (!store_) AIOS_SKIP_WITHOUT_POSTGRES();
     store_->prepare_rebinds();
   }
 

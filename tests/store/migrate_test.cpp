@@ -30,12 +30,8 @@ struct Migration {
 class MigrateTest : public taskapi_test::SchedulerTest {
  protected:
   void SetUp() override {
-    const auto admin = test::postgres_admin_url();
-    if (!admin) {
-      if (test::postgres_required()) FAIL() << "AIOS_REQUIRE_POSTGRES=1 without a server";
-      GTEST_SKIP() << "no PostgreSQL server (AIOS_TEST_POSTGRES_URL)";
-    }
-    target_.emplace(*admin);
+    AIOS_SKIP_WITHOUT_POSTGRES();
+    target_.emplace(*test::postgres_admin_url());
     SchedulerTest::SetUp();
   }
 

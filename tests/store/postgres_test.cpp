@@ -62,12 +62,8 @@ TEST(OpenStore, AnUnreachableServerIsUnavailable) {
 class PostgresStore : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto admin = test::postgres_admin_url();
-    if (!admin) {
-      if (test::postgres_required()) FAIL() << "AIOS_TEST_POSTGRES_URL is not set";
-      GTEST_SKIP() << "no PostgreSQL server: AIOS_TEST_POSTGRES_URL is not set";
-    }
-    database_ = std::make_unique<test::ScopedPostgresDatabase>(*admin);
+    AIOS_SKIP_WITHOUT_POSTGRES();
+    database_ = std::make_unique<test::ScopedPostgresDatabase>(*test::postgres_admin_url());
   }
 
   std::unique_ptr<test::ScopedPostgresDatabase> database_;

@@ -27,6 +27,15 @@ inline bool postgres_required() {
   return required != nullptr && std::string(required) == "1";
 }
 
+// In a test's SetUp: without a server, fails the test when AIOS_REQUIRE_POSTGRES=1, else skips it.
+#define AIOS_SKIP_WITHOUT_POSTGRES()                                                        \
+  do {                                                                                      \
+    if (!::aios::test::postgres_admin_url()) {                                              \
+      if (::aios::test::postgres_required()) FAIL() << "AIOS_TEST_POSTGRES_URL is not set"; \
+      GTEST_SKIP() << "no PostgreSQL server: AIOS_TEST_POSTGRES_URL is not set";            \
+    }                                                                                       \
+  } while (false)
+
 // CREATE DATABASE on construction, DROP DATABASE … WITH (FORCE) on destruction.
 class ScopedPostgresDatabase {
  public:

@@ -155,6 +155,10 @@ Connection::Connection(const std::vector<std::pair<std::string, std::string>>& k
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw Error(ErrorCode::STORE_UNAVAILABLE, why);
   }
+  // The server's notices ("relation … already exists, skipping") would otherwise go to stderr as
+  // lines that are not the daemon's JSON log; they carry nothing an operator acts on.
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
   try {
     exec("SET synchronous_commit TO on; SET TIME ZONE 'UTC'; SET client_encoding TO 'UTF8'");
     if (exec("SHOW fsync").text(0, 0) != "on") {
