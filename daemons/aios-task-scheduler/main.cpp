@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   std::string token_file = aios::daemon::default_control_token_file();
   int lease_seconds = static_cast<int>(options.lease.count());
   int sweep_ms = static_cast<int>(options.sweep_interval.count());
+  int leader_check_ms = static_cast<int>(options.leader_check.count());
+  int claim_recheck_ms = static_cast<int>(options.claim_recheck.count());
   std::vector<std::string> verification_executables(options.bridge.verification_executables.begin(),
                                                     options.bridge.verification_executables.end());
   app.add_option(
@@ -57,6 +59,16 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-interval-ms", sweep_ms, "How often expired leases are returned")
       ->envname("AIOS_TASK_LEASE_SWEEP_MS")
       ->check(CLI::Range(10, 60000));
+  app.add_option("--leader-check-ms", leader_check_ms,
+                 "Replicas on one PostgreSQL store: how often this one checks or takes the lead "
+                 "of governed commits (a dead leader's lead moves within about this long)")
+      ->envname("AIOS_SCHEDULER_LEADER_CHECK_MS")
+      ->check(CLI::Range(50, 60000));
+  app.add_option("--claim-recheck-ms", claim_recheck_ms,
+                 "How often a waiting claim-next rechecks what no notification covers (a "
+                 "cooldown running out, a wake-up another replica lost)")
+      ->envname("AIOS_CLAIM_RECHECK_MS")
+      ->check(CLI::Range(10, 600000));
   app.add_option("--threads", options.threads, "HTTP worker threads")
       ->envname("AIOS_AGENT_TASK_API_THREADS")
       ->check(CLI::Range(1, 64));
@@ -68,6 +80,8 @@ int main(int argc, char** argv) {
                                              verification_executables.end()};
   options.lease = std::chrono::seconds(lease_seconds);
   options.sweep_interval = std::chrono::milliseconds(sweep_ms);
+  options.leader_check = std::chrono::milliseconds(leader_check_ms);
+  options.claim_recheck = std::chrono::milliseconds(claim_recheck_ms);
 
   const aios::daemon::TerminationSignals signals;
   try {

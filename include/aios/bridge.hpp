@@ -9,6 +9,7 @@
 // disturbed by a resolution or a commit. Thread-safe.
 
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -45,6 +46,10 @@ class Bridge final : public fleet::ClaimResolver {
   http::Response handle(const http::Request& request);
   // For ServerOptions::admits: the bearer token is the owner's or an issued agent's.
   bool admits(const http::Request& request);
+  // Whether this process holds the lead of governed commits (store::Leadership); without it
+  // POST /v2/governed-commits answers BRIDGE_NOT_LEADER and every other route serves as ever
+  // (they are the store's alone). Set before serving; unset, the Bridge always leads.
+  void lead_by(std::function<bool()> leads) { leads_ = std::move(leads); }
 
   // Owner: {task_id, change_set, verification[, governance][, capability_scope]} registers the
   // task's deterministic plan. {201 new | 200 same plan again, plan view}.
@@ -90,6 +95,7 @@ class Bridge final : public fleet::ClaimResolver {
   std::string control_token_;
   BridgeOptions options_;
   std::mutex commit_mutex_;  // one writer of the authority repository at a time
+  std::function<bool()> leads_;
 };
 
 }  // namespace aios

@@ -25,6 +25,12 @@ struct SchedulerOptions {
   BridgeOptions bridge;
   std::chrono::seconds lease{120};
   std::chrono::milliseconds sweep_interval{1000};
+  // How often a replica checks that it holds the lead of governed commits, or tries to take it
+  // (store::Leadership): a dead leader's lead moves on within about this long.
+  std::chrono::milliseconds leader_check{1000};
+  // How often a waiting claim-next rechecks what no notification covers (a quarantine or a
+  // circuit cooldown running out, an announcement another replica lost).
+  std::chrono::milliseconds claim_recheck{1000};
   unsigned threads = 4;  // HTTP io threads per listener; the store keeps one connection more
 };
 
@@ -50,6 +56,8 @@ class Scheduler {
   std::size_t in_flight() const;
   // The last sweep committed within `window`: the store still takes writes.
   bool sweeping_within(std::chrono::steady_clock::duration window) const;
+  // This replica holds the lead of governed commits (always, on SQLite).
+  bool leads() const;
 
  private:
   struct Parts;

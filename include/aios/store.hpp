@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -383,9 +384,42 @@ class Transaction {
 };
 
 // A task store backend. Thread-safe.
+// The lead in work that must have one owner among the processes sharing a store (the Bridge's
+// governed commits). Not a fence: every write stays fenced by its own lease and CAS, so two
+// processes that both believe they lead for a moment stay correct; the lead only keeps the work
+// in one place.
+class Leadership {
+ public:
+  virtual ~Leadership() = default;
+  // Takes the lead when it is free, or checks that it is still held: true while this process
+  // leads. Called periodically; never throws (a lost store is a lost lead).
+  virtual bool refresh() = 0;
+};
+
+// Held while another process's announcements are listened to; destroying it stops listening.
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
+
+  // "sqlite" or "postgresql", for /health and /metrics.
+  virtual std::string_view backend() const = 0;
+  // See Leadership. SQLite, whose one scheduler is alone on its host, always leads.
+  virtual std::unique_ptr<Leadership> leadership() = 0;
+  // Wake-ups across processes: announce_queue_change() after a commit that can make a task
+  // claimable (best effort: it never throws); `heard` runs, on a thread of the subscription's
+  // own, when another process announced one or when the subscription (re)connects. A lost
+  // announcement only delays a waiter until its periodic recheck. SQLite: neither (its one
+  // scheduler serves every waiter itself).
+  virtual void announce_queue_change() {}
+  virtual std::unique_ptr<Subscription> listen_queue_changes(std::function<void()> heard) {
+    (void)heard;
+    return nullptr;
+  }
 
   // Runs `body` in one write transaction and returns once it is durable. A backend may run
   // `body` again when its transaction lost a serialisation conflict to another writer, so a

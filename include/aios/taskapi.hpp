@@ -29,6 +29,12 @@ class TaskApiMetrics {
   void count_claim() { ++claims_; }
   void count_result() { ++results_; }
   void count_expired(std::uint64_t n) { expired_ += n; }
+  // The replica's state, for /health and /metrics: its store's backend, and whether it holds
+  // the lead of the work that has one owner (the Bridge's governed commits).
+  void set_store_backend(std::string backend);
+  std::string store_backend();
+  void set_leader(bool leads) { leader_ = leads; }
+  bool leader() const { return leader_; }
 
   // The exposition text, with `task_counts` as the aios_tasks gauge.
   std::string render(const std::vector<std::pair<std::string, std::int64_t>>& task_counts);
@@ -42,6 +48,8 @@ class TaskApiMetrics {
   std::atomic<std::uint64_t> claims_{0};
   std::atomic<std::uint64_t> results_{0};
   std::atomic<std::uint64_t> expired_{0};
+  std::string store_backend_ = "sqlite";
+  std::atomic<bool> leader_{true};
 };
 
 // The long polls of POST /v1/tasks/claim-next: each waits, holding no io thread, until the
@@ -116,6 +124,8 @@ class TaskApi {
 
   // Answers every waiting claim-next (no claim) before the listener stops.
   void stop_waiting();
+  // Every waiting claim-next tries again now: another process on the store announced a change.
+  void wake_waiters();
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);

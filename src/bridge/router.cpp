@@ -42,7 +42,9 @@ http::Response Bridge::handle(const http::Request& request) {
 
 http::Response Bridge::route(const http::Request& request) {
   if (request.path == "/health" && request.method == "GET") {
-    return http::json_response(200, {{"status", "ok"}, {"service", "aios-governed-bridge"}});
+    return http::json_response(
+        200,
+        {{"status", "ok"}, {"service", "aios-governed-bridge"}, {"leader", !leads_ || leads_()}});
   }
   static const std::set<std::string> kRoutes = {"/v2/plans", "/v2/execution-envelope",
                                                 "/v2/writer-leases", "/v2/governed-commits"};
@@ -65,6 +67,7 @@ http::Response Bridge::route(const http::Request& request) {
   if (!agent) fail(ErrorCode::FORBIDDEN);
   if (request.path == "/v2/writer-leases")
     return reply(acquire_writer_lease(*agent, http::json_object_body(request)));
+  if (leads_ && !leads_()) fail(ErrorCode::BRIDGE_NOT_LEADER);
   return reply(governed_commit(*agent, http::json_object_body(request)));
 }
 

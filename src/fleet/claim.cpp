@@ -262,6 +262,7 @@ void TaskPlane::on_queue_change(std::function<void()> listener) {
 }
 
 void TaskPlane::queue_changed() const {
+  store_.announce_queue_change();  // the waiters of other processes on the same store
   if (queue_changed_) queue_changed_();
 }
 

@@ -36,12 +36,17 @@ struct Scheduler::Parts {
                                 environment.clock)),
         plane(*store, environment, {.lease = options.lease}),
         bridge(*store, plane, environment, control_token, options.bridge),
-        api(plane, std::move(control_token), metrics, &bridge),
+        api(plane, std::move(control_token), metrics, &bridge, options.claim_recheck),
         api_server(api_options(options),
                    [this](const http::Request& request) { return api.handle(request); }),
         bridge_server(bridge_options(options),
                       [this](const http::Request& request) { return bridge.handle(request); }),
-        sweep_interval(options.sweep_interval) {}
+        sweep_interval(options.sweep_interval),
+        leader_check(options.leader_check) {
+    metrics.set_store_backend(std::string(store->backend()));
+    metrics.set_leader(false);
+    bridge.lead_by([this] { return metrics.leader(); });
+  }
 
   http::ServerOptions api_options(const SchedulerOptions& options) {
     auto server = listener(options.api_host, options.api_port, options.threads);
@@ -67,6 +72,15 @@ struct Scheduler::Parts {
     }
   }
 
+  // Takes or keeps the lead; logs each change of hands.
+  void check_lead() {
+    const bool now = leadership->refresh();
+    if (metrics.leader() == now) return;
+    metrics.set_leader(now);
+    log::info(now ? "LEAD_ACQUIRED" : "LEAD_LOST",
+              {{"role", "governed-commits"}, {"store", store->backend()}});
+  }
+
   std::unique_ptr<store::Store> store;
   TaskPlane plane;
   TaskApiMetrics metrics;
@@ -77,6 +91,10 @@ struct Scheduler::Parts {
   std::chrono::milliseconds sweep_interval;
   std::atomic<std::chrono::steady_clock::time_point> last_sweep{std::chrono::steady_clock::now()};
   std::optional<PeriodicThread> sweeper;
+  std::chrono::milliseconds leader_check;
+  std::unique_ptr<store::Leadership> leadership;
+  std::optional<PeriodicThread> lead_checker;
+  std::unique_ptr<store::Subscription> listening;  // other replicas' queue changes
 };
 
 Scheduler::Scheduler(const SchedulerOptions& options, std::string control_token,
@@ -91,6 +109,10 @@ void Scheduler::start() {
   parts_->api_server.start();
   parts_->bridge_server.start();
   parts_->sweeper.emplace(parts_->sweep_interval, [this] { parts_->sweep(); });
+  parts_->leadership = parts_->store->leadership();
+  parts_->check_lead();
+  parts_->lead_checker.emplace(parts_->leader_check, [this] { parts_->check_lead(); });
+  parts_->listening = parts_->store->listen_queue_changes([this] { parts_->api.wake_waiters(); });
 }
 
 void Scheduler::stop() {
@@ -98,6 +120,10 @@ void Scheduler::stop() {
   parts_->api_server.stop();
   parts_->bridge_server.stop();
   parts_->sweeper.reset();
+  parts_->listening.reset();
+  parts_->lead_checker.reset();
+  parts_->leadership.reset();  // its session ends: the lead is free for another replica at once
+  parts_->metrics.set_leader(false);
 }
 
 std::uint16_t Scheduler::api_port() const {
@@ -111,6 +137,10 @@ int Scheduler::schema_version() const {
 }
 std::size_t Scheduler::in_flight() const {
   return parts_->api_server.in_flight() + parts_->bridge_server.in_flight();
+}
+
+bool Scheduler::leads() const {
+  return parts_->metrics.leader();
 }
 
 bool Scheduler::sweeping_within(std::chrono::steady_clock::duration window) const {

@@ -1,4 +1,5 @@
 #include <sstream>
+#include <utility>
 
 #include "aios/taskapi.hpp"
 
@@ -16,6 +17,16 @@ void TaskApiMetrics::observe(const std::string& route, int status,
   ++latency_count_;
 }
 
+void TaskApiMetrics::set_store_backend(std::string backend) {
+  std::lock_guard lock(mutex_);
+  store_backend_ = std::move(backend);
+}
+
+std::string TaskApiMetrics::store_backend() {
+  std::lock_guard lock(mutex_);
+  return store_backend_;
+}
+
 std::string TaskApiMetrics::render(
     const std::vector<std::pair<std::string, std::int64_t>>& task_counts) {
   std::ostringstream out;
@@ -29,8 +40,13 @@ std::string TaskApiMetrics::render(
       << "# TYPE aios_results_total counter\naios_results_total " << results_.load() << '\n'
       << "# HELP aios_lease_expiries_total Leases returned by the sweeper.\n"
       << "# TYPE aios_lease_expiries_total counter\naios_lease_expiries_total " << expired_.load()
-      << '\n';
+      << '\n'
+      << "# HELP aios_scheduler_leader 1 while this replica holds the lead of the Bridge's "
+         "governed commits.\n# TYPE aios_scheduler_leader gauge\naios_scheduler_leader "
+      << (leader_ ? 1 : 0) << '\n';
   std::lock_guard lock(mutex_);
+  out << "# HELP aios_store_backend The task store's backend.\n# TYPE aios_store_backend gauge\n"
+      << "aios_store_backend{backend=\"" << store_backend_ << "\"} 1\n";
   out << "# HELP aios_http_requests_total Task API requests by route and status.\n"
       << "# TYPE aios_http_requests_total counter\n";
   for (const auto& [key, count] : requests_) {

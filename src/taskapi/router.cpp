@@ -66,6 +66,10 @@ TaskApi::~TaskApi() {
   plane_.on_queue_change(nullptr);
 }
 
+void TaskApi::wake_waiters() {
+  waiters_.notify();
+}
+
 void TaskApi::stop_waiting() {
   waiters_.stop();
 }
@@ -159,7 +163,10 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   const auto n = parts.size();
   if (n == 1 && parts[0] == "health" && method == "GET") {
     route_name = "health";
-    return ok({{"status", "ok"}, {"service", "aios-task-scheduler"}});
+    return ok({{"status", "ok"},
+               {"service", "aios-task-scheduler"},
+               {"store", metrics_.store_backend()},
+               {"leader", metrics_.leader()}});
   }
   if (n == 1 && parts[0] == "metrics" && method == "GET") {
     route_name = "metrics";

@@ -48,10 +48,14 @@ struct WorkerCommandLine::Values {
 WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<Values>()) {
   auto& v = *values_;
   auto& config = v.config;
-  app.add_option("--api-url", config.task_api_url, "Task API base URL")
+  app.add_option("--api-url", config.task_api_url,
+                 "Task API base URL, or several (comma-separated) for scheduler replicas on one "
+                 "store")
       ->envname("AIOS_AGENT_TASK_API_URL")
       ->capture_default_str();
-  app.add_option("--bridge-url", config.bridge_url, "Governed Bridge base URL")
+  app.add_option("--bridge-url", config.bridge_url,
+                 "Governed Bridge base URL, or several (comma-separated, every replica's): a "
+                 "commit refused with BRIDGE_NOT_LEADER goes on to the next")
       ->envname("AIOS_GOVERNED_WRITE_API_URL")
       ->capture_default_str();
   app.add_option("--agent-token-file", v.token_file,

@@ -33,14 +33,15 @@ struct CallWait {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// A JSON service at one base URL or at several (a comma-separated list: scheduler replicas on
+// one store). A call goes to the replica the last one reached. A replica that cannot be reached
+// fails the call (it may have arrived, so it is never re-sent; the caller's own retry decides)
+// and the next call starts at the next replica; a BRIDGE_NOT_LEADER answer (nothing was done)
+// is sent on to the next replica at once.
 class JsonService {
  public:
-  JsonService(http::Transport& transport, std::string base_url, std::string token,
-              std::chrono::milliseconds timeout)
-      : transport_(transport),
-        base_url_(std::move(base_url)),
-        token_(std::move(token)),
-        timeout_(timeout) {}
+  JsonService(http::Transport& transport, const std::string& base_urls, std::string token,
+              std::chrono::milliseconds timeout);
 
   // {status, body}; a body that is not JSON is HTTP_UPSTREAM_RESPONSE_INVALID.
   std::pair<int, nlohmann::json> call(std::string_view method, const std::string& path,
@@ -52,7 +53,8 @@ class JsonService {
 
  private:
   http::Transport& transport_;
-  std::string base_url_;
+  std::vector<std::string> base_urls_;
+  mutable std::atomic<std::size_t> current_{0};
   std::string token_;
   std::chrono::milliseconds timeout_;
 };

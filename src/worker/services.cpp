@@ -8,20 +8,45 @@
 
 namespace aios::worker {
 
+JsonService::JsonService(http::Transport& transport, const std::string& base_urls,
+                         std::string token, std::chrono::milliseconds timeout)
+    : transport_(transport), token_(std::move(token)), timeout_(timeout) {
+  std::size_t start = 0;
+  while (start <= base_urls.size()) {
+    const auto comma = std::min(base_urls.find(',', start), base_urls.size());
+    if (comma > start) base_urls_.push_back(base_urls.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (base_urls_.empty()) base_urls_.emplace_back();
+}
+
 std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const std::string& path,
                                                  const nlohmann::json* body, CallWait wait) const {
-  const std::string url = base_url_ + path;
   const std::string text = body != nullptr ? body->dump() : std::string();
   const auto timeout = timeout_ + wait.extra;
-  const auto response =
-      wait.cancel != nullptr
-          ? transport_.cancellable_request(method, url, token_, text, timeout, *wait.cancel)
-          : transport_.request(method, url, token_, text, timeout);
-  auto value = parse_json(response.body);
-  if (value.is_discarded() || !value.is_object()) {
-    throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
+  for (std::size_t tried = 1;; ++tried) {
+    std::size_t at = current_.load();
+    const std::string url = base_urls_[at % base_urls_.size()] + path;
+    http::ClientResponse response;
+    try {
+      response = wait.cancel != nullptr ? transport_.cancellable_request(method, url, token_, text,
+                                                                         timeout, *wait.cancel)
+                                        : transport_.request(method, url, token_, text, timeout);
+    } catch (const Error&) {
+      current_.compare_exchange_strong(at, at + 1);
+      throw;
+    }
+    auto value = parse_json(response.body);
+    if (value.is_discarded() || !value.is_object()) {
+      throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
+    }
+    if (response.status == 503 && value.value("error", std::string()) == "BRIDGE_NOT_LEADER" &&
+        tried < base_urls_.size()) {
+      current_.compare_exchange_strong(at, at + 1);
+      continue;
+    }
+    return {response.status, std::move(value)};
   }
-  return {response.status, std::move(value)};
 }
 
 nlohmann::json JsonService::require(std::string_view method, const std::string& path,

@@ -10,7 +10,8 @@ aios_test(store_tests
   store/query_plan_test.cpp)
 target_link_libraries(store_tests PRIVATE SQLite::SQLite3)
 
-# aios-store migrate against the real daemons: a scheduler's SQLite store copied into a fresh
-# PostgreSQL database and served from it (needs the server scripts/test starts).
-aios_integration_test(store_integration_tests store/migrate_test.cpp)
+# Against the real daemons, on the PostgreSQL server scripts/test starts: aios-store migrate (a
+# scheduler's SQLite store copied into a fresh database and served from it) and scheduler
+# replicas on one database (the lead, wake-ups across replicas, every replica sweeping).
+aios_integration_test(store_integration_tests store/migrate_test.cpp store/replicas_test.cpp)
 add_dependencies(store_integration_tests aios-store)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "aios/environment.hpp"
+#include "aios/error.hpp"
 
 namespace aios::test {
 
@@ -70,6 +71,8 @@ class RecordingTransport final : public http::Transport {
     const std::lock_guard lock(mutex_);
     script_.push_back({status, std::move(body)});
   }
+  // The next request (in script order) finds nobody listening: HTTP_UPSTREAM_UNAVAILABLE.
+  void unreachable() { respond(kUnreachable, ""); }
   http::ClientResponse request(std::string_view method, std::string_view url,
                                std::string_view bearer_token, std::string_view body,
                                std::chrono::milliseconds timeout) override {
@@ -79,6 +82,7 @@ class RecordingTransport final : public http::Transport {
     if (script_.empty()) return fallback;
     auto next = std::move(script_.front());
     script_.pop_front();
+    if (next.status == kUnreachable) throw Error(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE);
     return next;
   }
   std::vector<Call> calls() const {
@@ -87,6 +91,7 @@ class RecordingTransport final : public http::Transport {
   }
 
  private:
+  static constexpr int kUnreachable = -1;
   mutable std::mutex mutex_;
   std::deque<http::ClientResponse> script_;
   std::vector<Call> calls_;

@@ -182,6 +182,16 @@ bool eventually(F&& done, std::chrono::milliseconds timeout = std::chrono::secon
   return true;
 }
 
+// Registers `worker_id` for the agent behind `agent`; returns the worker view.
+inline Json register_worker(ApiClient& agent, const std::string& worker_id,
+                            const Json& capabilities, const Json& adapters, int max_concurrency) {
+  return require(agent.post("/v1/workers/register", {{"worker_id", worker_id},
+                                                     {"capabilities", capabilities},
+                                                     {"allowed_adapters", adapters},
+                                                     {"max_concurrency", max_concurrency}}),
+                 200, "register worker " + worker_id);
+}
+
 // --- Fixture ----------------------------------------------------------------------------------
 
 // A fresh scheduler per test; `owner()` is a client with the control token.
@@ -227,15 +237,6 @@ class SchedulerTest : public ::testing::Test {
         owner().post("/v1/agents", {{"agent_id", agent_id}, {"granted_capabilities", granted}}),
         201, "create agent " + agent_id);
     return body.at("token").get<std::string>();
-  }
-
-  static Json register_worker(ApiClient& agent, const std::string& worker_id,
-                              const Json& capabilities, const Json& adapters, int max_concurrency) {
-    return require(agent.post("/v1/workers/register", {{"worker_id", worker_id},
-                                                       {"capabilities", capabilities},
-                                                       {"allowed_adapters", adapters},
-                                                       {"max_concurrency", max_concurrency}}),
-                   200, "register worker " + worker_id);
   }
 
   Json create_task(const Json& body) {

@@ -47,7 +47,10 @@ TEST_F(LifecycleTest, HealthAnswersWithoutAToken) {
   ApiClient anonymous = client("");
   const auto reply = anonymous.get("/health");
   ASSERT_EQ(reply.status, 200) << describe(reply);
-  EXPECT_EQ(reply.body, (Json{{"status", "ok"}, {"service", "aios-task-scheduler"}}));
+  EXPECT_EQ(reply.body, (Json{{"status", "ok"},
+                              {"service", "aios-task-scheduler"},
+                              {"store", scheduler().on_postgres() ? "postgresql" : "sqlite"},
+                              {"leader", true}}));
 }
 
 TEST_F(LifecycleTest, ClaimNextTakesAJobInOneRoundTripAndWaitsForTheNext) {

@@ -57,6 +57,35 @@ TEST(JsonServiceTest, RefusalsCarryThePeersCodeAndBadBodiesAreRefused) {
   EXPECT_EQ(code_of([&] { service.call("GET", "/x"); }), "HTTP_UPSTREAM_RESPONSE_INVALID");
 }
 
+// Given several replicas, a call should go to the one the last call reached; a replica that is
+// not the Bridge leader passes the call on at once (it did nothing); an unreachable one fails
+// the call without sending it again elsewhere (it may have arrived), and the next call starts
+// at the next replica.
+TEST(JsonServiceTest, ReplicasAreTriedInTurnWithoutResendingWhatMayHaveArrived) {
+  RecordingTransport transport;
+  const JsonService service(transport, "http://a,http://b,,http://c", "t",
+                            std::chrono::milliseconds(1));
+  transport.respond(503, R"({"error":"BRIDGE_NOT_LEADER"})");
+  transport.respond(201, R"({"commit":1})");
+  EXPECT_EQ(service.require("POST", "/v2/governed-commits"), json({{"commit", 1}}));
+  transport.respond(200, R"({"again":1})");
+  service.require("POST", "/v2/governed-commits");
+  transport.unreachable();
+  EXPECT_EQ(code_of([&] { service.require("POST", "/v2/governed-commits"); }),
+            "HTTP_UPSTREAM_UNAVAILABLE");
+  service.call("GET", "/health");
+  std::vector<std::string> urls;
+  for (const auto& call : transport.calls()) urls.push_back(call.url);
+  EXPECT_EQ(urls, (std::vector<std::string>{"http://a/v2/governed-commits",
+                                            "http://b/v2/governed-commits",
+                                            "http://b/v2/governed-commits",
+                                            "http://b/v2/governed-commits", "http://c/health"}));
+  // Every replica refusing: the caller sees the refusal, after one try of each.
+  for (int i = 0; i < 3; ++i) transport.respond(503, R"({"error":"BRIDGE_NOT_LEADER"})");
+  EXPECT_EQ(code_of([&] { service.require("POST", "/v2/governed-commits"); }), "BRIDGE_NOT_LEADER");
+  EXPECT_EQ(transport.calls().size(), 8U);
+}
+
 // Given a Task API that refuses the lease, the heartbeat should have sent the task's lease
 // token and the stage the work loop last reported, and then report the lease lost.
 TEST(HeartbeatTest, ARefusedLeaseIsReportedLost) {

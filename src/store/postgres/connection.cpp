@@ -1,7 +1,9 @@
 #include "store/postgres/connection.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -209,6 +211,23 @@ Rows Connection::run(const std::string& sql, const Params& params) {
   return checked(PQexecPrepared(conn_, found->second.c_str(), static_cast<int>(values.size()),
                                 values.data(), nullptr, nullptr, 0),
                  "statement");
+}
+
+int Connection::wait_notifications(std::chrono::milliseconds timeout, std::string_view skip) {
+  pollfd socket{.fd = PQsocket(conn_), .events = POLLIN, .revents = 0};
+  if (socket.fd < 0) throw Error(ErrorCode::STORE_UNAVAILABLE, "the listening session is closed");
+  if (::poll(&socket, 1, static_cast<int>(timeout.count())) < 0 && errno != EINTR) {
+    throw Error(ErrorCode::STORE_UNAVAILABLE, "poll on the listening session failed");
+  }
+  if (PQconsumeInput(conn_) != 1) {
+    throw Error(ErrorCode::STORE_UNAVAILABLE, "the listening session was lost");
+  }
+  int heard = 0;
+  while (PGnotify* notification = PQnotifies(conn_)) {
+    if (std::string_view(notification->extra) != skip) ++heard;
+    PQfreemem(notification);
+  }
+  return heard;
 }
 
 Rows Connection::exec(const std::string& sql) {

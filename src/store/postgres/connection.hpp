@@ -3,6 +3,7 @@
 // prepared statements (prepared once per connection, by SQL text), parameters and columns travel
 // as text, and every failure becomes an aios::Error with the SQLSTATE kept beside it.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -106,6 +107,9 @@ class Connection {
   void clear_conflict() { conflicted_ = false; }
   // False once the server went away; the pool replaces the connection.
   bool healthy() const;
+  // After LISTEN: waits up to `timeout` for notifications and returns how many arrived whose
+  // payload is not `skip` (a process's own). STORE_UNAVAILABLE when the session is lost.
+  int wait_notifications(std::chrono::milliseconds timeout, std::string_view skip);
 
  private:
   Rows checked(pg_result* result, std::string_view what);

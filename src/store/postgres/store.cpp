@@ -13,6 +13,7 @@
 #include "aios/error.hpp"
 #include "aios/log.hpp"
 #include "store/postgres/connection.hpp"
+#include "store/postgres/replicas.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/transaction.hpp"
 
@@ -95,6 +96,25 @@ class PostgresStore final : public Store {
     int version = 0;
     read([&](Transaction& tx) { version = current_version(tx_connection(tx)); });
     return version;
+  }
+
+  std::string_view backend() const override { return "postgresql"; }
+
+  std::unique_ptr<Leadership> leadership() override { return pg::leadership(keywords_); }
+
+  void announce_queue_change() override {
+    if (t_in_transaction) return;  // a body's own call; the commit's caller announces
+    try {
+      Lease lease(*this);
+      lease.connection().run("SELECT pg_notify($1, $2)",
+                             pg::Params().text(pg::kQueueChannel).text(announcer_));
+    } catch (const Error& error) {
+      log::warn("STORE_ANNOUNCE_FAILED", {{"error", error.code()}});
+    }
+  }
+
+  std::unique_ptr<Subscription> listen_queue_changes(std::function<void()> heard) override {
+    return pg::listen_queue(keywords_, announcer_, std::move(heard));
   }
 
  private:
@@ -254,6 +274,9 @@ class PostgresStore final : public Store {
   PostgresOptions options_;
   const Clock& clock_;
   std::vector<std::pair<std::string, std::string>> keywords_;
+  // This process's announcements, told apart from other processes' when they come back.
+  const std::string announcer_ =
+      std::to_string(std::random_device{}()) + "-" + std::to_string(std::random_device{}());
   std::mutex mutex_;
   std::condition_variable available_;
   std::vector<std::unique_ptr<pg::Connection>> idle_;

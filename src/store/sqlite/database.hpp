@@ -127,6 +127,8 @@ class SqliteStore final : public Store {
   TimePoint now() const override;
   void prepare_rebinds() override;
   int schema_version() override;
+  std::string_view backend() const override { return "sqlite"; }
+  std::unique_ptr<Leadership> leadership() override;
 
  private:
   Database& db_;

@@ -46,6 +46,19 @@ int SqliteStore::schema_version() {
 
 namespace {
 
+class AlwaysLeads final : public Leadership {
+ public:
+  bool refresh() override { return true; }
+};
+
+}  // namespace
+
+std::unique_ptr<Leadership> SqliteStore::leadership() {
+  return std::make_unique<AlwaysLeads>();
+}
+
+namespace {
+
 // What open_sqlite_store hands out: the store with the Database it runs on.
 class OwningSqliteStore final : public Store {
  public:
@@ -61,6 +74,8 @@ class OwningSqliteStore final : public Store {
   TimePoint now() const override { return store_.now(); }
   void prepare_rebinds() override { store_.prepare_rebinds(); }
   int schema_version() override { return store_.schema_version(); }
+  std::string_view backend() const override { return store_.backend(); }
+  std::unique_ptr<Leadership> leadership() override { return store_.leadership(); }
 
  private:
   Database db_;
