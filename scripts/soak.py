@@ -11,6 +11,12 @@ everything listens on 127.0.0.1 only. The RSS samples are left in <state>/rss.js
     scripts/soak.py                  2,000 tasks, a worker killed every 2 s
     scripts/soak.py --short          CI: 200 tasks
     scripts/soak.py --postgresql     the same on a throwaway local PostgreSQL 15 (or --db URL)
+    scripts/soak.py --failover       three scheduler replicas on a throwaway PostgreSQL, four
+                                     workers given every replica, 300 tasks; the replica leading
+                                     the governed commits is SIGKILLed when half are done (a
+                                     worker is killed every 2 s throughout). Also checked: every
+                                     task SUCCEEDED, no attempt claimed twice, one governed commit
+                                     per deterministic task, the lead taken over within 5 s
 """
 
 import argparse
@@ -76,6 +82,31 @@ class Witness:
             return runs
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+# The replicas check the lead every LEADER_CHECK_MS; a killed leader's session ends at once, so
+# the next check takes it over (docs/operations.md, Running scheduler replicas).
+LEADER_CHECK_MS = 500
+LEAD_TAKEOVER_BOUND_S = 5.0
+# Worker kinds in the order they are added, so any count from 3 keeps the mix.
+KINDS = ["hermes", "capture", "writer", "hermes", "hermes", "capture", "writer", "hermes"]
+
+
+def sql_count(store, query):
+    """One integer from the PostgreSQL store (psql, as an operator would look)."""
+    return int(subprocess.run(["/usr/lib/postgresql/15/bin/psql", "-X", "-At", "-d", store, "-c",
+                               query], capture_output=True, text=True, check=True).stdout.strip())
+
+
+def leader_among(replicas):
+    """The index of the running replica whose /health says it leads, or None."""
+    for index, (proc, api) in enumerate(replicas):
+        if proc.poll() is not None:
+            continue
+        try:
+            if api.call("GET", "/health").get("leader"):
+                return index
+        except Exception:  # noqa: BLE001 - a replica going away answers nothing
+            continue
+    return None
 
 
 def rss_kib(pid):
@@ -104,10 +135,27 @@ def main():
     parser.add_argument("--rss-growth", type=float, default=0.25,
                         help="fail when a daemon's RSS grows more than this fraction between the "
                              "middle and the end of the run")
+    parser.add_argument("--workers", type=int, default=8, help="how many workers (at least 3)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="scheduler replicas on the one store (more than one needs PostgreSQL)")
+    parser.add_argument("--kill-leader", action="store_true",
+                        help="SIGKILL the replica leading the governed commits when half the tasks "
+                             "are done")
+    parser.add_argument("--failover", action="store_true",
+                        help="the failover run: --postgresql --replicas 3 --workers 4 --tasks 300 "
+                             "--kill-leader")
     store_options(parser)
     args = parser.parse_args()
     if args.short:
         args.tasks = 200
+    if args.failover:
+        args.tasks, args.replicas, args.workers, args.kill_leader = 300, 3, 4, True
+        if not args.db:
+            args.postgresql = True
+    if args.workers < 3:
+        fail("--workers: at least 3 (one of each kind)")
+    if args.kill_leader and args.replicas < 2:
+        fail("--kill-leader needs --replicas 2 or more")
     rng = random.Random(args.seed)
     state = Path(subprocess.run(["mktemp", "-d", "/tmp/aios-soak-XXXXXX"], capture_output=True,
                                 text=True, check=True).stdout.strip())
@@ -132,6 +180,15 @@ def main():
     print(f"state and logs: {state}")
     if report["lost"] or report["duplicated_runs"] or report["duplicated_results"]:
         fail("tasks lost or duplicated")
+    if args.replicas > 1:
+        if report["terminal"] != {"SUCCEEDED": args.tasks}:
+            fail(f"not every task SUCCEEDED: {report['terminal']}")
+        if report["attempts_claimed_twice"] or report["writer_tasks_without_one_commit"]:
+            fail("an attempt claimed twice, or a deterministic task without exactly one commit")
+    if args.kill_leader and not (report["lead_taken_over_s"] is not None
+                                 and report["lead_taken_over_s"] <= LEAD_TAKEOVER_BOUND_S):
+        fail(f"the lead was not taken over within {LEAD_TAKEOVER_BOUND_S} s: "
+             f"{report['lead_taken_over_s']}")
     for name, rss in report["rss_kib"].items():
         if rss["second_half_growth"] > args.rss_growth:
             fail(f"{name} RSS grew {rss['second_half_growth']:.0%} in the second half of the run "
@@ -155,17 +212,28 @@ def run(args, rng, state, suite, workers, store):
     git("push", "-q", str(authority), "main", cwd=work)
     base = git("rev-parse", "HEAD", cwd=work)
 
-    ready = suite.start("scheduler", [str(BUILD / "aios-task-scheduler"),
-                                      "--db", store,
-                                      "--control-token-file", str(state / "control.token"),
-                                      "--api-port", "0", "--bridge-port", "0",
-                                      "--authority-git-dir", str(authority),
-                                      "--lease-seconds", "10", "--sweep-interval-ms", "500",
-                                      "--verification-executables", "/usr/bin/true"],
-                        ready="TASK_API_LISTENING")
-    api = Api(ready["port"], control)
-    bridge = Api(ready["bridge_port"], control)
-    scheduler_pid = suite.procs[-1][1].pid
+    if args.replicas > 1 and not store.startswith("postgresql://"):
+        fail("--replicas needs a PostgreSQL store (--postgresql or --db postgresql://...)")
+    replicas, bridges = [], []
+    for index in range(args.replicas):
+        ready = suite.start("scheduler" if index == 0 else f"scheduler-{index}", [
+            str(BUILD / "aios-task-scheduler"), "--db", store,
+            "--control-token-file", str(state / "control.token"),
+            "--api-port", "0", "--bridge-port", "0", "--authority-git-dir", str(authority),
+            "--lease-seconds", "10", "--sweep-interval-ms", "500",
+            "--leader-check-ms", str(LEADER_CHECK_MS),
+            "--verification-executables", "/usr/bin/true"], ready="TASK_API_LISTENING")
+        replicas.append((suite.procs[-1][1], Api(ready["port"], control)))
+        bridges.append(Api(ready["bridge_port"], control))
+    deadline = time.monotonic() + 10
+    while (leader := leader_among(replicas)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if leader is None:
+        fail("no replica took the lead")
+    # The owner talks to a replica that stays up when the leader is killed.
+    owner = next((i for i in range(len(replicas)) if i != leader), leader)
+    api = replicas[owner][1]
+    scheduler_pid = replicas[owner][0].pid
 
     witness = Witness()
     profiles, exchange = state / "profiles", state / "exchange"
@@ -187,16 +255,18 @@ def run(args, rng, state, suite, workers, store):
                 env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
     executor_pid = suite.procs[-1][1].pid
 
-    flavours = [("hermes", ["agent.runtime.hermes"], "hermes")] * 4 + \
-               [("capture", ["git.read"], "source_capture")] * 2 + \
-               [("writer", WRITER, "deterministic")] * 2
+    kinds_of = {"hermes": (["agent.runtime.hermes"], "hermes"),
+                "capture": (["git.read"], "source_capture"), "writer": (WRITER, "deterministic")}
+    flavours = [(kind, *kinds_of[kind]) for kind in (KINDS * 2)[:args.workers]]
     for index, (kind, caps, adapters) in enumerate(flavours):
         name = f"{kind}-{index}"
         token = api.call("POST", "/v1/agents", {"agent_id": f"agent-{name}",
                                                 "granted_capabilities": caps})["token"]
         (state / f"{name}.token").write_text(token)
-        argv = [str(BUILD / "aios-online-agent-worker"), "--api-url", api.base,
-                "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),
+        argv = [str(BUILD / "aios-online-agent-worker"),
+                "--api-url", ",".join(replica.base for _, replica in replicas),
+                "--bridge-url", ",".join(bridge.base for bridge in bridges),
+                "--agent-token-file", str(state / f"{name}.token"),
                 "--agent-id", name, "--capabilities", ",".join(caps),
                 "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
                 "--executor-root", str(exchange), "--exchange-key-file", str(exchange_key),
@@ -235,15 +305,19 @@ def run(args, rng, state, suite, workers, store):
             kinds[task_id] = "writer"
         api.call("POST", "/v1/tasks", {"task_id": task_id, "max_attempts": 5,
                                        "binding": binding(task_id), **body})
-    print(f"== {args.tasks} tasks queued for 8 workers", flush=True)
+    print(f"== {args.tasks} tasks queued for {args.workers} workers on {args.replicas} "
+          f"scheduler replica(s)", flush=True)
 
     latencies, stop = [], threading.Event()
     probe = threading.Thread(target=probe_claims, args=(api, base, latencies, stop))
     probe.start()
     kills, deadline, next_kill = 0, time.monotonic() + args.timeout, time.monotonic() + args.kill_every
     terminal = {}
+    lead_taken_over = None
     try:
         while len(terminal) < args.tasks and time.monotonic() < deadline:
+            if args.kill_leader and lead_taken_over is None and len(terminal) >= args.tasks // 2:
+                lead_taken_over = kill_the_leader(replicas)
             if time.monotonic() >= next_kill:
                 name = rng.choice(sorted(workers))
                 proc, argv = workers[name]
@@ -287,7 +361,24 @@ def run(args, rng, state, suite, workers, store):
     statuses = {}
     for status in terminal.values():
         statuses[status] = statuses.get(status, 0) + 1
-    return {
+    replicated = {}
+    if args.replicas > 1:
+        writers = [task_id for task_id, kind in kinds.items() if kind == "writer"]
+        replicated = {
+            "replicas": args.replicas,
+            "lead_taken_over_s": lead_taken_over,
+            "attempts_claimed_twice": sql_count(store, "SELECT COUNT(*) FROM (SELECT task_id, "
+                                                "attempt FROM claims GROUP BY task_id, attempt "
+                                                "HAVING COUNT(*) > 1) AS twice"),
+            "writer_tasks": len(writers),
+            "writer_tasks_without_one_commit": sum(
+                1 for task_id in writers
+                if git("--git-dir", str(authority), "rev-list", "--count",
+                       f"{base}..agent/{task_id}") != "1"
+                or sql_count(store, "SELECT COUNT(*) FROM bridge_commits WHERE "
+                                    f"task_id='{task_id}' AND state='APPLIED'") != 1),
+        }
+    return {**replicated,
         "tasks": args.tasks,
         "terminal": statuses,
         "lost": args.tasks - len(terminal),
@@ -301,6 +392,22 @@ def run(args, rng, state, suite, workers, store):
         "claim_p50_ms": round(statistics.median(latencies) * 1000, 2) if latencies else None,
         "claim_p99_ms": round(percentile(latencies, 0.99) * 1000, 2) if latencies else None,
     }
+
+
+def kill_the_leader(replicas):
+    """SIGKILLs the replica leading the governed commits; seconds until another one leads."""
+    leader = leader_among(replicas)
+    if leader is None:
+        fail("no replica leads")
+    replicas[leader][0].kill()
+    replicas[leader][0].wait()
+    killed = time.monotonic()
+    print(f"\n== SIGKILLed the leading replica {leader}", flush=True)
+    while time.monotonic() - killed < 30:
+        if leader_among(replicas) is not None:
+            return round(time.monotonic() - killed, 2)
+        time.sleep(0.05)
+    return None
 
 
 def sample_rss(daemons, samples, stop):

@@ -268,6 +268,11 @@ ClientResponse request(std::string_view method, std::string_view url, std::strin
                        std::string_view body, std::chrono::milliseconds timeout,
                        const std::atomic<bool>* cancel = nullptr);
 
+// True when `error` (from request or a Transport) says the peer was never reached: it could not
+// be resolved or refused the connection, so nothing of the request was sent and sending it to
+// another replica cannot do it twice.
+bool nothing_sent(const Error& error);
+
 // The seam for code that calls another service by URL (the worker's Task API and Bridge
 // clients, the rebind service's Bridge resolver): part of the environment bundle
 // (environment.hpp), so tests give a recording fake. Any thread may call.

@@ -10,6 +10,12 @@
 #include "http/url.hpp"
 
 namespace aios::http::detail {
+
+// The steps before a byte is sent; their names start the detail of the errors they throw
+// (http::nothing_sent reads them).
+constexpr std::string_view kResolveStep = "resolve";
+constexpr std::string_view kConnectStep = "connect";
+
 namespace {
 
 namespace bhttp = beast::http;
@@ -154,14 +160,14 @@ void ClientConnection::connect(Clock::time_point deadline) {
             handler(error);
           });
     });
-    if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "resolve", {});
-    if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, "resolve", ec);
+    if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, kResolveStep, {});
+    if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, kResolveStep, ec);
     for (const auto& entry : results) endpoints.push_back(entry.endpoint());
   }
   ec = run(deadline, timed_out,
            [&](auto handler) { net::async_connect(socket_, endpoints, handler); });
-  if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "connect", {});
-  if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, "connect", ec);
+  if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, kConnectStep, {});
+  if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, kConnectStep, ec);
   socket_.set_option(tcp::no_delay(true), ec);
 }
 
@@ -215,3 +221,18 @@ ClientResponse ClientConnection::request(std::string_view method, std::string_vi
 }
 
 }  // namespace aios::http::detail
+
+namespace aios::http {
+
+bool nothing_sent(const Error& error) {
+  if (!error.is(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE)) return false;
+  const std::string_view detail = error.detail();
+  for (const auto step : {detail::kResolveStep, detail::kConnectStep}) {
+    if (detail.size() > step.size() && detail.starts_with(step) && detail[step.size()] == ' ') {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace aios::http

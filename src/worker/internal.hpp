@@ -34,10 +34,11 @@ struct CallWait {
 };
 
 // A JSON service at one base URL or at several (a comma-separated list: scheduler replicas on
-// one store). A call goes to the replica the last one reached. A replica that cannot be reached
-// fails the call (it may have arrived, so it is never re-sent; the caller's own retry decides)
-// and the next call starts at the next replica; a BRIDGE_NOT_LEADER answer (nothing was done)
-// is sent on to the next replica at once.
+// one store). A call goes to the replica the last one reached. A replica that refuses the
+// connection (nothing was sent) or answers BRIDGE_NOT_LEADER (nothing was done) passes the call
+// on to the next replica at once; one lost after the request went out fails the call (it may
+// have arrived, so it is never re-sent; the caller's own retry decides), and the next call
+// starts at the next replica.
 class JsonService {
  public:
   JsonService(http::Transport& transport, const std::string& base_urls, std::string token,

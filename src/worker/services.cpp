@@ -32,8 +32,9 @@ std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const 
       response = wait.cancel != nullptr ? transport_.cancellable_request(method, url, token_, text,
                                                                          timeout, *wait.cancel)
                                         : transport_.request(method, url, token_, text, timeout);
-    } catch (const Error&) {
+    } catch (const Error& error) {
       current_.compare_exchange_strong(at, at + 1);
+      if (http::nothing_sent(error) && tried < base_urls_.size()) continue;
       throw;
     }
     auto value = parse_json(response.body);

@@ -4,11 +4,6 @@
 // loopback port, next to a database and control token it is given (normally the real
 // scheduler's). Not started by the constructor: call start().
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -16,6 +11,7 @@
 #include <vector>
 
 #include "aios/canonical.hpp"
+#include "support/closed_port.hpp"
 #include "support/daemon.hpp"
 
 namespace aios::rebind_test {
@@ -63,17 +59,6 @@ inline test::DaemonOptions rebind_options(const RebindConfig& config) {
   return options;
 }
 
-// A loopback URL on which nothing listens (a port just bound and released).
-inline std::string closed_loopback_url() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-}
+using test::closed_loopback_url;
 
 }  // namespace aios::rebind_test

@@ -15,6 +15,7 @@
 
 #include "aios/environment.hpp"
 #include "aios/error.hpp"
+#include "support/closed_port.hpp"
 
 namespace aios::test {
 
@@ -71,8 +72,11 @@ class RecordingTransport final : public http::Transport {
     const std::lock_guard lock(mutex_);
     script_.push_back({status, std::move(body)});
   }
-  // The next request (in script order) finds nobody listening: HTTP_UPSTREAM_UNAVAILABLE.
+  // The next request (in script order) is lost after it went out: HTTP_UPSTREAM_UNAVAILABLE.
   void unreachable() { respond(kUnreachable, ""); }
+  // The next request finds its peer refusing the connection (http::nothing_sent holds): the
+  // real client's error, from a loopback port nobody listens on.
+  void refused() { respond(kRefused, ""); }
   http::ClientResponse request(std::string_view method, std::string_view url,
                                std::string_view bearer_token, std::string_view body,
                                std::chrono::milliseconds timeout) override {
@@ -83,6 +87,9 @@ class RecordingTransport final : public http::Transport {
     auto next = std::move(script_.front());
     script_.pop_front();
     if (next.status == kUnreachable) throw Error(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE);
+    if (next.status == kRefused) {
+      http::request("GET", closed_loopback_url() + "/", "", "", std::chrono::seconds(5));
+    }
     return next;
   }
   std::vector<Call> calls() const {
@@ -92,6 +99,8 @@ class RecordingTransport final : public http::Transport {
 
  private:
   static constexpr int kUnreachable = -1;
+  static constexpr int kRefused = -2;
+
   mutable std::mutex mutex_;
   std::deque<http::ClientResponse> script_;
   std::vector<Call> calls_;

@@ -58,7 +58,8 @@ TEST(JsonServiceTest, RefusalsCarryThePeersCodeAndBadBodiesAreRefused) {
 }
 
 // Given several replicas, a call should go to the one the last call reached; a replica that is
-// not the Bridge leader passes the call on at once (it did nothing); an unreachable one fails
+// not the Bridge leader or refuses the connection passes the call on at once (nothing was done
+// or sent); one lost after the request went out fails
 // the call without sending it again elsewhere (it may have arrived), and the next call starts
 // at the next replica.
 TEST(JsonServiceTest, ReplicasAreTriedInTurnWithoutResendingWhatMayHaveArrived) {
@@ -73,17 +74,18 @@ TEST(JsonServiceTest, ReplicasAreTriedInTurnWithoutResendingWhatMayHaveArrived) 
   transport.unreachable();
   EXPECT_EQ(code_of([&] { service.require("POST", "/v2/governed-commits"); }),
             "HTTP_UPSTREAM_UNAVAILABLE");
+  transport.refused();
   service.call("GET", "/health");
   std::vector<std::string> urls;
   for (const auto& call : transport.calls()) urls.push_back(call.url);
-  EXPECT_EQ(urls, (std::vector<std::string>{"http://a/v2/governed-commits",
-                                            "http://b/v2/governed-commits",
-                                            "http://b/v2/governed-commits",
-                                            "http://b/v2/governed-commits", "http://c/health"}));
+  EXPECT_EQ(urls, (std::vector<std::string>{
+                      "http://a/v2/governed-commits", "http://b/v2/governed-commits",
+                      "http://b/v2/governed-commits", "http://b/v2/governed-commits",
+                      "http://c/health", "http://a/health"}));
   // Every replica refusing: the caller sees the refusal, after one try of each.
   for (int i = 0; i < 3; ++i) transport.respond(503, R"({"error":"BRIDGE_NOT_LEADER"})");
   EXPECT_EQ(code_of([&] { service.require("POST", "/v2/governed-commits"); }), "BRIDGE_NOT_LEADER");
-  EXPECT_EQ(transport.calls().size(), 8U);
+  EXPECT_EQ(transport.calls().size(), 9U);
 }
 
 // Given a Task API that refuses the lease, the heartbeat should have sent the task's lease
