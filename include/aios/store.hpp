@@ -402,6 +402,13 @@ class Subscription {
   virtual ~Subscription() = default;
 };
 
+// The connections of a store's pool, for /metrics.
+struct PoolUse {
+  std::size_t busy = 0;   // lent to a transaction
+  std::size_t idle = 0;   // open and waiting
+  std::size_t limit = 0;  // at most this many open; 0: the backend keeps no pool of its own
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -415,6 +422,7 @@ class Store {
   // own, when another process announced one or when the subscription (re)connects. A lost
   // announcement only delays a waiter until its periodic recheck. SQLite: neither (its one
   // scheduler serves every waiter itself).
+  virtual PoolUse pool_use() { return {}; }
   virtual void announce_queue_change() {}
   virtual std::unique_ptr<Subscription> listen_queue_changes(std::function<void()> heard) {
     (void)heard;

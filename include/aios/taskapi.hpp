@@ -34,6 +34,8 @@ class TaskApiMetrics {
   void set_store_backend(std::string backend);
   std::string store_backend();
   void set_leader(bool leads) { leader_ = leads; }
+  // The store whose pool /metrics shows (set once before serving; none: no pool lines).
+  void set_store(store::Store* store) { store_ = store; }
   bool leader() const { return leader_; }
 
   // The exposition text, with `task_counts` as the aios_tasks gauge.
@@ -49,6 +51,7 @@ class TaskApiMetrics {
   std::atomic<std::uint64_t> results_{0};
   std::atomic<std::uint64_t> expired_{0};
   std::string store_backend_ = "sqlite";
+  store::Store* store_ = nullptr;
   std::atomic<bool> leader_{true};
 };
 

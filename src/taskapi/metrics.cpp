@@ -44,6 +44,14 @@ std::string TaskApiMetrics::render(
       << "# HELP aios_scheduler_leader 1 while this replica holds the lead of the Bridge's "
          "governed commits.\n# TYPE aios_scheduler_leader gauge\naios_scheduler_leader "
       << (leader_ ? 1 : 0) << '\n';
+  if (const auto pool = store_ ? store_->pool_use() : store::PoolUse{}; pool.limit > 0) {
+    out << "# HELP aios_store_connections Connections of the task store's pool by state.\n"
+        << "# TYPE aios_store_connections gauge\naios_store_connections{state=\"busy\"} "
+        << pool.busy << "\naios_store_connections{state=\"idle\"} " << pool.idle << '\n'
+        << "# HELP aios_store_connections_limit The most connections the pool opens.\n"
+        << "# TYPE aios_store_connections_limit gauge\naios_store_connections_limit " << pool.limit
+        << '\n';
+  }
   std::lock_guard lock(mutex_);
   out << "# HELP aios_store_backend The task store's backend.\n# TYPE aios_store_backend gauge\n"
       << "aios_store_backend{backend=\"" << store_backend_ << "\"} 1\n";

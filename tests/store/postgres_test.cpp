@@ -108,5 +108,27 @@ TEST_F(PostgresStore, ABodyThatSwallowsAFailedStatementCommitsNothing) {
   EXPECT_FALSE(loaded);
 }
 
+TEST_F(PostgresStore, PooledConnectionsTheServerClosedAreReplacedNotReported) {
+  // Given pooled sessions the server ended (a restart, a failover to a standby), the next
+  // writes and reads should run on new sessions rather than fail: nothing was begun on the old.
+  const auto opened = store::open_store({.url = database_->url(), .connections = 2}, clock_);
+  store::TaskRow row;
+  row.task_id = "task-before";
+  row.status = "QUEUED";
+  row.scope_key = "global";
+  opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  store::pg::Connection admin({{"dbname", *test::postgres_admin_url()}});
+  const auto ended = admin.run(
+      "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+      "datname=$1 AND pid<>pg_backend_pid()) AS ended",
+      store::pg::Params().text(database_->name()));
+  ASSERT_GE(ended.integer(0, 0), 1);
+  row.task_id = "task-after";
+  opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  std::optional<store::TaskRow> loaded;
+  opened->read([&](store::Transaction& tx) { loaded = tx.load_task("task-before"); });
+  EXPECT_TRUE(loaded);
+}
+
 }  // namespace
 }  // namespace aios::store_test

@@ -90,6 +90,9 @@ TEST_F(ReplicasTest, OneReplicaLeadsAndTheLeadMovesWhenItIsKilled) {
     EXPECT_THAT(metrics(i), ::testing::HasSubstr(i == first ? "aios_scheduler_leader 1\n"
                                                             : "aios_scheduler_leader 0\n"));
     EXPECT_THAT(metrics(i), ::testing::HasSubstr("aios_store_backend{backend=\"postgresql\"} 1"));
+    // The pool of --threads 4 plus one; the /metrics request itself holds none.
+    EXPECT_THAT(metrics(i), ::testing::HasSubstr("aios_store_connections_limit 5\n"));
+    EXPECT_THAT(metrics(i), ::testing::HasSubstr("aios_store_connections{state=\"busy\"} "));
   }
 
   EXPECT_TRUE(replica(first).kill().killed_by(SIGKILL));

@@ -70,8 +70,8 @@ class PostgresStore final : public Store {
 
   void read(const std::function<void(Transaction&)>& body) override {
     Lease lease(*this);
+    begin(lease, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     auto& db = lease.connection();
-    db.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     try {
       PgTransaction tx(db, false);
       body(tx);
@@ -99,6 +99,11 @@ class PostgresStore final : public Store {
   }
 
   std::string_view backend() const override { return "postgresql"; }
+
+  PoolUse pool_use() override {
+    const std::lock_guard lock(mutex_);
+    return {.busy = opened_ - idle_.size(), .idle = idle_.size(), .limit = options_.connections};
+  }
 
   std::unique_ptr<Leadership> leadership() override { return pg::leadership(keywords_); }
 
@@ -135,6 +140,11 @@ class PostgresStore final : public Store {
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     pg::Connection& connection() { return *connection_; }
+    // Drops a connection the server closed and takes another.
+    void replace() {
+      store_.release(std::move(connection_));
+      connection_ = store_.acquire();
+    }
 
    private:
     PostgresStore& store_;
@@ -176,6 +186,25 @@ class PostgresStore final : public Store {
     available_.notify_one();
   }
 
+  // BEGIN on the leased connection. A pooled connection whose server went away (a restart, a
+  // failover to a standby) fails here with nothing done, so it is dropped and BEGIN tried on
+  // another, at most once per connection the pool may hold and once more on a new one.
+  void begin(Lease& lease, const char* sql) {
+    for (std::size_t tries = 0;; ++tries) {
+      try {
+        lease.connection().exec(sql);
+        return;
+      } catch (const Error& error) {
+        if (lease.connection().healthy() || !error.is(ErrorCode::STORE_UNAVAILABLE) ||
+            tries > options_.connections) {
+          throw;
+        }
+        log::warn("STORE_CONNECTION_REPLACED", {{"error", error.code()}});
+        lease.replace();
+      }
+    }
+  }
+
   static void rollback(pg::Connection& db) noexcept {
     try {
       if (db.healthy()) db.exec("ROLLBACK");
@@ -192,11 +221,11 @@ class PostgresStore final : public Store {
     thread_local std::minstd_rand jitter(std::random_device{}());
     for (int tries = 1;; ++tries) {
       Lease lease(*this);
+      begin(lease, "BEGIN ISOLATION LEVEL SERIALIZABLE");
       auto& db = lease.connection();
       db.clear_conflict();
       try {
         if (options_.database_clock && clock_stale()) read_clock(db);
-        db.exec("BEGIN ISOLATION LEVEL SERIALIZABLE");
         PgTransaction tx(db, true);
         auto second_error = attempt(tx);
         // A body that swallowed a failed statement leaves an aborted transaction, whose COMMIT
