@@ -4,8 +4,8 @@
 //   node client.mjs '<options as JSON>'
 //
 // Options: system (ours | graphile | pgboss | bullmq), jobs, workers, latency_jobs, latency_gap_ms,
-// server_pid (the process whose CPU is the server's; for PostgreSQL the postmaster: its children
-// and the ones it reaped count too), and per system: port/control for ours, pg for the two
+// server_pid (the process whose CPU is the server's, or a list of them; for PostgreSQL the
+// postmaster: its children and the ones it reaped count too), and per system: port/control for ours, pg for the two
 // PostgreSQL queues, redis_port for BullMQ. Prints one JSON object:
 //   enqueue_seconds      `jobs` jobs added by `workers` concurrent producers
 //   lifecycle_seconds    those jobs taken and completed by `workers` concurrent workers
@@ -259,14 +259,16 @@ async function main() {
       finished();
     }
   };
-  const cpuStart = serverCpu(options.server_pid);
+  const servers = [].concat(options.server_pid);
+  const cpuOf = () => servers.reduce((sum, pid) => sum + serverCpu(pid), 0);
+  const cpuStart = cpuOf();
   const lifecycleStart = now();
   const loops = queue.start(handle);
   await allDone;
   const lifecycleSeconds = (now() - lifecycleStart) / 1000;
   // graphile-worker and BullMQ complete a job after its handler returns.
   await sleep(50);
-  const cpuSeconds = serverCpu(options.server_pid) - cpuStart;
+  const cpuSeconds = cpuOf() - cpuStart;
 
   // Latency: idle workers, one job at a time, `latency_gap_ms` apart.
   pacing = true;

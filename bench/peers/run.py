@@ -2,7 +2,9 @@
 """The scheduler beside graphile-worker, pg-boss and BullMQ, in one sitting on one machine.
 
 Every system is durable: PostgreSQL 15 with fsync on (synchronous_commit on), Redis with
-appendonly and `appendfsync always`, ours SQLite WAL with synchronous=FULL. Each runs from a
+appendonly and `appendfsync always`, ours SQLite WAL with synchronous=FULL, and ours again on
+the same PostgreSQL server as the two PostgreSQL queues (`ours-pg`, its server CPU the
+scheduler's and PostgreSQL's together). Each runs from a
 temporary directory on loopback, one after another, and the same Node client (client.mjs) drives
 it: `--jobs` no-op jobs added by 8 concurrent producers, then taken and completed by 8 concurrent
 workers, then a paced run of single jobs against the idle workers (pickup latency). Each system
@@ -300,16 +302,21 @@ def summary(runs, jobs):
     }
 
 
-def run_ours(args, suite, state, node, peers_home, common, run):
-    """One run of ours on a fresh scheduler: the client's figures, and perf's profile when asked."""
+def run_ours(args, suite, state, node, peers_home, common, run, pg=None):
+    """One run of ours on a fresh scheduler (on SQLite, or on a fresh database of `pg`): the
+    client's figures, and perf's profile when asked."""
     control = (state / "control.token").read_text()
-    scheduler, ready = suite.start(f"scheduler-{run}", [
+    store = str(state / f"ours-{run}.sqlite3")
+    if pg:
+        pg.create(f"ourspg{run}")
+        store = pg.url(f"ourspg{run}")
+    scheduler, ready = suite.start(f"scheduler-{'pg-' if pg else ''}{run}", [
         str(args.build / "daemons" / "aios-task-scheduler"), "--db",
-        str(state / f"ours-{run}.sqlite3"), "--control-token-file", str(state / "control.token"),
+        store, "--control-token-file", str(state / "control.token"),
         "--api-port", "0", "--bridge-port", "0", "--authority-git-dir",
         str(state / "authority.git")], ready="TASK_API_LISTENING")
     perf = profile = None
-    if args.profile and run == 0 and shutil.which("perf"):
+    if args.profile and run == 0 and not pg and shutil.which("perf"):
         # Call graphs from DWARF (the build keeps no frame pointers), sampled at 499 Hz to keep
         # the recording small.
         perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph",
@@ -318,7 +325,7 @@ def run_ours(args, suite, state, node, peers_home, common, run):
                                 stderr=subprocess.DEVNULL)
     measured = run_client(node, peers_home, {
         **common, "system": "ours", "port": ready["port"], "control": control,
-        "prefix": f"r{run}", "server_pid": scheduler.pid})
+        "prefix": f"r{run}", "server_pid": [scheduler.pid, pg.pid] if pg else scheduler.pid})
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(timeout=60)
@@ -337,14 +344,14 @@ def main():
     parser.add_argument("--profile", action="store_true",
                         help="record the scheduler with perf over the first run of ours and "
                              "report where its CPU goes")
-    parser.add_argument("--systems", default="ours,graphile,pgboss,bullmq",
-                        help="which systems to run, comma-separated (default: all four; "
-                             "--write needs all four)")
+    parser.add_argument("--systems", default="ours,ours-pg,graphile,pgboss,bullmq",
+                        help="which systems to run, comma-separated (default: all five; "
+                             "--write needs ours, graphile, pgboss and bullmq)")
     parser.add_argument("--write", type=Path,
                         help="also rewrite this page's job-queue section (docs/performance.md)")
     args = parser.parse_args()
     systems = args.systems.split(",")
-    if args.write and sorted(systems) != sorted(["ours", "graphile", "pgboss", "bullmq"]):
+    if args.write and not {"ours", "graphile", "pgboss", "bullmq"} <= set(systems):
         parser.error("--write needs every system")
     jobs, runs = (40, 1) if args.smoke else (args.jobs, args.runs)
     latency_jobs = 10 if args.smoke else 200
@@ -359,7 +366,7 @@ def main():
     results = {}
     fleet = profile = None
     try:
-        if {"graphile", "pgboss"} & set(systems):
+        if {"graphile", "pgboss", "ours-pg"} & set(systems):
             pg = Postgres(state)
         if "bullmq" in systems:
             redis = Redis(state)
@@ -375,6 +382,9 @@ def main():
                 measured, run_profile = run_ours(args, suite, state, node, peers_home, common, run)
                 per_system["ours"].append(measured)
                 profile = profile or run_profile
+            if "ours-pg" in systems:
+                per_system["ours-pg"].append(
+                    run_ours(args, suite, state, node, peers_home, common, run, pg)[0])
             for system in ("graphile", "pgboss"):
                 if system not in systems:
                     continue
