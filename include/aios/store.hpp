@@ -404,9 +404,10 @@ class Subscription {
 
 // The connections of a store's pool, for /metrics.
 struct PoolUse {
-  std::size_t busy = 0;   // lent to a transaction
-  std::size_t idle = 0;   // open and waiting
-  std::size_t limit = 0;  // at most this many open; 0: the backend keeps no pool of its own
+  std::size_t busy = 0;         // lent to a transaction
+  std::size_t idle = 0;         // open and waiting
+  std::size_t limit = 0;        // at most this many open; 0: the backend keeps no pool of its own
+  std::uint64_t conflicts = 0;  // write transactions run again after a serialisation conflict
 };
 
 class Store {

@@ -50,7 +50,9 @@ std::string TaskApiMetrics::render(
         << pool.busy << "\naios_store_connections{state=\"idle\"} " << pool.idle << '\n'
         << "# HELP aios_store_connections_limit The most connections the pool opens.\n"
         << "# TYPE aios_store_connections_limit gauge\naios_store_connections_limit " << pool.limit
-        << '\n';
+        << "\n# HELP aios_store_conflicts_total Write transactions run again after a "
+           "serialisation conflict.\n# TYPE aios_store_conflicts_total counter\n"
+        << "aios_store_conflicts_total " << pool.conflicts << '\n';
   }
   std::lock_guard lock(mutex_);
   out << "# HELP aios_store_backend The task store's backend.\n# TYPE aios_store_backend gauge\n"

@@ -93,6 +93,7 @@ TEST_F(ReplicasTest, OneReplicaLeadsAndTheLeadMovesWhenItIsKilled) {
     // The pool of --threads 4 plus one; the /metrics request itself holds none.
     EXPECT_THAT(metrics(i), ::testing::HasSubstr("aios_store_connections_limit 5\n"));
     EXPECT_THAT(metrics(i), ::testing::HasSubstr("aios_store_connections{state=\"busy\"} "));
+    EXPECT_THAT(metrics(i), ::testing::HasSubstr("\naios_store_conflicts_total "));
   }
 
   EXPECT_TRUE(replica(first).kill().killed_by(SIGKILL));

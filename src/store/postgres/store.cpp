@@ -102,7 +102,10 @@ class PostgresStore final : public Store {
 
   PoolUse pool_use() override {
     const std::lock_guard lock(mutex_);
-    return {.busy = opened_ - idle_.size(), .idle = idle_.size(), .limit = options_.connections};
+    return {.busy = opened_ - idle_.size(),
+            .idle = idle_.size(),
+            .limit = options_.connections,
+            .conflicts = conflicts_.load()};
   }
 
   std::unique_ptr<Leadership> leadership() override { return pg::leadership(keywords_); }
@@ -241,6 +244,7 @@ class PostgresStore final : public Store {
       } catch (...) {
         rollback(db);
         if (!db.conflicted()) throw;
+        ++conflicts_;
         if (tries >= kMaxAttempts) {
           throw Error(ErrorCode::STORE_BUSY,
                       "lost a serialisation conflict " + std::to_string(tries) + " times in a row");
@@ -310,6 +314,7 @@ class PostgresStore final : public Store {
   std::condition_variable available_;
   std::vector<std::unique_ptr<pg::Connection>> idle_;
   std::size_t opened_ = 0;
+  std::atomic<std::uint64_t> conflicts_{0};
   std::atomic<std::int64_t> offset_micros_{0};
   std::atomic<std::int64_t> clock_read_at_{0};
 };
