@@ -107,11 +107,13 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::start() {
+  // The lead is settled before the Bridge serves, so a scheduler alone on its store never
+  // answers a first commit BRIDGE_NOT_LEADER.
+  parts_->leadership = parts_->store->leadership();
+  parts_->check_lead();
   parts_->api_server.start();
   parts_->bridge_server.start();
   parts_->sweeper.emplace(parts_->sweep_interval, [this] { parts_->sweep(); });
-  parts_->leadership = parts_->store->leadership();
-  parts_->check_lead();
   parts_->lead_checker.emplace(parts_->leader_check, [this] { parts_->check_lead(); });
   parts_->listening = parts_->store->listen_queue_changes([this] { parts_->api.wake_waiters(); });
 }
