@@ -1,27 +1,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <sstream>
 
 #include "aios/worker.hpp"
+#include "worker/internal.hpp"
 
 namespace aios {
-namespace {
-
-// "a, b,,c" -> {a, b, c}: the comma-separated lists the environment carries.
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const auto first = item.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
-  }
-  return items;
-}
-
-}  // namespace
-
 struct WorkerCommandLine::Values {
   WorkerConfig config;
   std::string token_file = credential_file("agent_token");
@@ -163,8 +146,8 @@ WorkerConfig WorkerCommandLine::config() const {
   if (v.key_option->count() > 0 || std::filesystem::exists(v.key_file)) {
     config.exchange_key = executor::ExchangeKey::from_file(v.key_file);
   }
-  config.capabilities = split_list(v.capabilities);
-  const auto adapter_list = split_list(v.adapters);
+  config.capabilities = worker::split_list(v.capabilities);
+  const auto adapter_list = worker::split_list(v.adapters);
   config.allowed_adapters = {adapter_list.begin(), adapter_list.end()};
   config.state_root = v.state_root;
   config.checkpoint_db = v.checkpoint_db.empty() ? config.state_root / "checkpoints.sqlite3"

@@ -24,8 +24,6 @@
 
 namespace aios::worker {
 
-// One peer service (the Task API or the Bridge) spoken to with a bearer token through
-// `transport` (the environment's), which must outlive it. Any thread may call.
 // How a long poll is called: its wait lengthens the timeout, and `cancel` (when given) turning
 // true gives the call up with HTTP_CLIENT_CANCELLED.
 struct CallWait {
@@ -33,12 +31,17 @@ struct CallWait {
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// A JSON service at one base URL or at several (a comma-separated list: scheduler replicas on
-// one store). A call goes to the replica the last one reached. A replica that refuses the
-// connection (nothing was sent) or answers BRIDGE_NOT_LEADER (nothing was done) passes the call
-// on to the next replica at once; one lost after the request went out fails the call (it may
-// have arrived, so it is never re-sent; the caller's own retry decides), and the next call
-// starts at the next replica.
+// "a, b,,c" -> {a, b, c}: the comma-separated lists the command line and the environment carry.
+std::vector<std::string> split_list(const std::string& text);
+
+// One peer service (the Task API or the Bridge) spoken to with a bearer token through
+// `transport` (the environment's), which must outlive it. Any thread may call. It has one base
+// URL or several (a comma-separated list: scheduler replicas on one store). A call goes to the
+// replica the last one reached. A replica that refuses the connection (nothing was sent) or
+// answers BRIDGE_NOT_LEADER (nothing was done) passes the call on to the next replica at once;
+// one lost after the request went out, or silent past the timeout, fails the call (it may have
+// arrived, so it is never re-sent; the caller's own retry decides), and the next call starts at
+// the next replica.
 class JsonService {
  public:
   JsonService(http::Transport& transport, const std::string& base_urls, std::string token,

@@ -1,5 +1,6 @@
 // The worker's peers, its checkpoint store and its heartbeat thread.
 #include <csignal>
+#include <sstream>
 
 #include "aios/canonical.hpp"
 #include "aios/http.hpp"
@@ -8,15 +9,24 @@
 
 namespace aios::worker {
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    items.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+  }
+  return items;
+}
+
 JsonService::JsonService(http::Transport& transport, const std::string& base_urls,
                          std::string token, std::chrono::milliseconds timeout)
-    : transport_(transport), token_(std::move(token)), timeout_(timeout) {
-  std::size_t start = 0;
-  while (start <= base_urls.size()) {
-    const auto comma = std::min(base_urls.find(',', start), base_urls.size());
-    if (comma > start) base_urls_.push_back(base_urls.substr(start, comma - start));
-    start = comma + 1;
-  }
+    : transport_(transport),
+      base_urls_(split_list(base_urls)),
+      token_(std::move(token)),
+      timeout_(timeout) {
   if (base_urls_.empty()) base_urls_.emplace_back();
 }
 
@@ -33,7 +43,10 @@ std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const 
                                                                          timeout, *wait.cancel)
                                         : transport_.request(method, url, token_, text, timeout);
     } catch (const Error& error) {
-      current_.compare_exchange_strong(at, at + 1);
+      // The replica failed us (a cancelled wait is the caller's doing, not the replica's).
+      if (error.is_any({ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, ErrorCode::HTTP_UPSTREAM_TIMEOUT})) {
+        current_.compare_exchange_strong(at, at + 1);
+      }
       if (http::nothing_sent(error) && tried < base_urls_.size()) continue;
       throw;
     }
