@@ -29,13 +29,12 @@ class TaskApiMetrics {
   void count_claim() { ++claims_; }
   void count_result() { ++results_; }
   void count_expired(std::uint64_t n) { expired_ += n; }
-  // The replica's state, for /health and /metrics: its store's backend, and whether it holds
-  // the lead of the work that has one owner (the Bridge's governed commits).
-  void set_store_backend(std::string backend);
-  std::string store_backend();
-  void set_leader(bool leads) { leader_ = leads; }
-  // The store whose pool /metrics shows (set once before serving; none: no pool lines).
+  // The replica's state, for /health and /metrics: its store (set once before serving; its
+  // backend and pool; none: "sqlite" and no pool lines), and whether it holds the lead of the
+  // work that has one owner (the Bridge's governed commits).
   void set_store(store::Store* store) { store_ = store; }
+  std::string_view store_backend() const { return store_ ? store_->backend() : "sqlite"; }
+  void set_leader(bool leads) { leader_ = leads; }
   bool leader() const { return leader_; }
 
   // The exposition text, with `task_counts` as the aios_tasks gauge.
@@ -50,7 +49,6 @@ class TaskApiMetrics {
   std::atomic<std::uint64_t> claims_{0};
   std::atomic<std::uint64_t> results_{0};
   std::atomic<std::uint64_t> expired_{0};
-  std::string store_backend_ = "sqlite";
   store::Store* store_ = nullptr;
   std::atomic<bool> leader_{true};
 };

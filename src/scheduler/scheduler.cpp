@@ -43,7 +43,6 @@ struct Scheduler::Parts {
                       [this](const http::Request& request) { return bridge.handle(request); }),
         sweep_interval(options.sweep_interval),
         leader_check(options.leader_check) {
-    metrics.set_store_backend(std::string(store->backend()));
     metrics.set_store(store.get());
     metrics.set_leader(false);
     bridge.lead_by([this] { return metrics.leader(); });

@@ -1,5 +1,4 @@
 #include <sstream>
-#include <utility>
 
 #include "aios/taskapi.hpp"
 
@@ -15,16 +14,6 @@ void TaskApiMetrics::observe(const std::string& route, int status,
   ++latency_buckets_[bucket];
   latency_sum_ += seconds;
   ++latency_count_;
-}
-
-void TaskApiMetrics::set_store_backend(std::string backend) {
-  std::lock_guard lock(mutex_);
-  store_backend_ = std::move(backend);
-}
-
-std::string TaskApiMetrics::store_backend() {
-  std::lock_guard lock(mutex_);
-  return store_backend_;
 }
 
 std::string TaskApiMetrics::render(
@@ -56,7 +45,7 @@ std::string TaskApiMetrics::render(
   }
   std::lock_guard lock(mutex_);
   out << "# HELP aios_store_backend The task store's backend.\n# TYPE aios_store_backend gauge\n"
-      << "aios_store_backend{backend=\"" << store_backend_ << "\"} 1\n";
+      << "aios_store_backend{backend=\"" << store_backend() << "\"} 1\n";
   out << "# HELP aios_http_requests_total Task API requests by route and status.\n"
       << "# TYPE aios_http_requests_total counter\n";
   for (const auto& [key, count] : requests_) {
