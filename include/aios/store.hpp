@@ -520,14 +520,15 @@ struct MigrationReport {
 
 // aios-store migrate: copies the SQLite store at `source` into the empty PostgreSQL store at
 // `target` from a consistent snapshot (SQLite's online backup, taken into a temporary file under
-// `snapshot_dir` and removed after; the scheduler may keep running), in one transaction that
+// `snapshot_dir`, by default the source's directory, and removed after; the scheduler may keep
+// running), in one transaction that
 // commits only when every table's row count and digest read back from PostgreSQL equal the
 // snapshot's. Refused, with nothing written: a target that already holds rows
 // (STORE_MIGRATION_TARGET_NOT_EMPTY), tables or columns that differ between the two schemas or a
 // value of a kind the other backend does not hold (STORE_MIGRATION_SCHEMA_MISMATCH), a copy that
 // does not read back equal (STORE_MIGRATION_MISMATCH).
 MigrationReport migrate_sqlite_to_postgres(const StoreLocation& source, const StoreLocation& target,
-                                           const std::filesystem::path& snapshot_dir);
+                                           std::filesystem::path snapshot_dir = {});
 
 // The durable record of where a worker's execution of a task is. One row per task; every
 // phase change is one fsync'd commit. The lease token is kept so a restart can heartbeat the

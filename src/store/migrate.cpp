@@ -392,18 +392,8 @@ std::vector<MigratedTable> copy(SQLite::Database& snapshot, pg::Connection& db) 
   return copied;
 }
 
-}  // namespace
-
-bool MigrationReport::changed_after_snapshot() const {
-  return std::any_of(tables.begin(), tables.end(),
-                     [](const MigratedTable& table) { return table.changed_after_snapshot; });
-}
-
-MigrationReport migrate_sqlite_to_postgres(const StoreLocation& source, const StoreLocation& target,
-                                           const std::filesystem::path& snapshot_dir) {
-  const auto from = resolved_as<SqliteOptions>(source, "source", "SQLite");
-  auto to = resolved_as<PostgresOptions>(target, "target", "PostgreSQL");
-  to.connections = 1;
+MigrationReport migrate(const SqliteOptions& from, const PostgresOptions& to,
+                        const std::filesystem::path& snapshot_dir) {
   const SystemClock clock;
   // Creates or completes the target's schema, and refuses a server without fsync.
   open_postgres_store(to, clock);
@@ -450,6 +440,29 @@ MigrationReport migrate_sqlite_to_postgres(const StoreLocation& source, const St
         in_before != in_after || (in_before && !(before->second == after->second));
   }
   return report;
+}
+
+}  // namespace
+
+bool MigrationReport::changed_after_snapshot() const {
+  return std::any_of(tables.begin(), tables.end(),
+                     [](const MigratedTable& table) { return table.changed_after_snapshot; });
+}
+
+MigrationReport migrate_sqlite_to_postgres(const StoreLocation& source, const StoreLocation& target,
+                                           std::filesystem::path snapshot_dir) {
+  const auto from = resolved_as<SqliteOptions>(source, "source", "SQLite");
+  auto to = resolved_as<PostgresOptions>(target, "target", "PostgreSQL");
+  to.connections = 1;
+  if (snapshot_dir.empty()) {
+    snapshot_dir = from.path.has_parent_path() ? from.path.parent_path() : ".";
+  }
+  try {
+    return migrate(from, to, snapshot_dir);
+  } catch (const SQLite::Exception& error) {
+    // Reading the snapshot or the live source after the snapshot was taken.
+    throw Error(ErrorCode::STORE_FAILURE, std::string("SQLite: ") + error.what());
+  }
 }
 
 }  // namespace aios::store

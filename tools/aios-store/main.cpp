@@ -68,11 +68,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (snapshot_dir.empty()) {
-      const auto source = std::filesystem::path(
-          from.starts_with("sqlite://") ? from.substr(std::string("sqlite://").size()) : from);
-      snapshot_dir = source.has_parent_path() ? source.parent_path() : ".";
-    }
     const auto report = aios::store::migrate_sqlite_to_postgres(
         {.url = from, .connections = 1, .migrate = false},
         {.url = to, .connections = 1, .password_file = password_file}, snapshot_dir);
