@@ -1,6 +1,7 @@
 // aios-store: operator commands over the task store. `migrate` moves a SQLite store into
 // PostgreSQL (store.hpp migrate_sqlite_to_postgres) and prints what it copied and checked.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -75,8 +76,10 @@ int main(int argc, char** argv) {
     return report.changed_after_snapshot() ? kChangedAfterSnapshot : 0;
   } catch (const aios::Error& error) {
     const auto* info = aios::find_error(error.code());
-    const std::string reason =
-        error.detail().empty() && info ? std::string(info->text) : error.detail();
+    std::string reason = error.detail().empty() && info ? std::string(info->text) : error.detail();
+    // One line, as the help promises (libpq's messages run over several).
+    std::replace_if(
+        reason.begin(), reason.end(), [](char c) { return c == '\n' || c == '\t'; }, ' ');
     std::fprintf(stderr, "%s: %s\n", error.code().c_str(), reason.c_str());
   }
   return 1;
