@@ -57,8 +57,7 @@ class MigrateTest : public taskapi_test::SchedulerTest {
   }
 
   std::int64_t target_rows(const std::string& table) {
-    store::pg::Connection db({{"dbname", target()}});
-    return db.run("SELECT COUNT(*) FROM " + table).integer(0, 0);
+    return test::count_in(target(), "SELECT COUNT(*) FROM " + table);
   }
 
   std::optional<test::ScopedPostgresDatabase> target_;

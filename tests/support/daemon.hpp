@@ -535,6 +535,11 @@ struct SchedulerConfig {
   std::string store;
 };
 
+// A --db value that names a PostgreSQL store (anything else is a SQLite path).
+inline bool is_postgres_location(std::string_view location) {
+  return location.starts_with("postgresql://") || location.starts_with("postgres://");
+}
+
 // The backend every SchedulerDaemon of this process runs on: AIOS_TEST_STORE=postgresql puts each
 // on a fresh database of the tests' PostgreSQL server (AIOS_TEST_POSTGRES_URL), so a daemon test
 // binary that tests/CMakeLists.txt registers a second time with that variable covers the
@@ -583,7 +588,7 @@ class SchedulerDaemon {
   const std::string& control_token() const { return token_; }
   // What --db names: the SQLite file or the PostgreSQL URL.
   const std::string& store_location() const { return store_; }
-  bool on_postgres() const { return store_.starts_with("postgresql://"); }
+  bool on_postgres() const { return is_postgres_location(store_); }
   // The SQLite file (meaningful only when !on_postgres()).
   const std::filesystem::path& db_path() const { return db_path_; }
   const ScopedTempDir& dir() const { return dir_; }

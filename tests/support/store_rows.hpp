@@ -17,19 +17,25 @@
 
 namespace aios::test {
 
-inline std::int64_t count_in(const SchedulerDaemon& scheduler, const std::string& sql,
+// `location`: a --db value (a PostgreSQL URL or a SQLite path).
+inline std::int64_t count_in(const std::string& location, const std::string& sql,
                              const std::vector<std::string>& params = {}) {
-  if (scheduler.on_postgres()) {
-    store::pg::Connection connection({{"dbname", scheduler.store_location()}});
+  if (is_postgres_location(location)) {
+    store::pg::Connection connection({{"dbname", location}});
     store::pg::Params values;
     for (const auto& param : params) values.text(param);
     return connection.run(sql, values).integer(0, 0);
   }
-  SQLite::Database db(scheduler.db_path().string(), SQLite::OPEN_READONLY);
+  SQLite::Database db(location, SQLite::OPEN_READONLY);
   SQLite::Statement query(db, sql);
   for (std::size_t i = 0; i < params.size(); ++i) query.bind(static_cast<int>(i + 1), params[i]);
   query.executeStep();
   return query.getColumn(0).getInt64();
+}
+
+inline std::int64_t count_in(const SchedulerDaemon& scheduler, const std::string& sql,
+                             const std::vector<std::string>& params = {}) {
+  return count_in(scheduler.store_location(), sql, params);
 }
 
 // Whether the store came through a crash whole, "ok" when it did: SQLite's integrity_check of
