@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,9 @@ class ReplicasTest : public ::testing::Test {
   test::SchedulerDaemon& replica(std::size_t i) { return *replicas_.at(i); }
   ApiClient owner(std::size_t i) { return {replica(i).port(), replica(i).control_token()}; }
 
-  // The replicas that are running and say they lead, on the Task API's and the Bridge's /health.
-  std::vector<std::size_t> leaders() {
+  // The replicas that are running and say they lead, on the Task API's and the Bridge's /health;
+  // nullopt while one of them is between the two reads of a lead changing hands.
+  std::optional<std::vector<std::size_t>> leaders() {
     std::vector<std::size_t> found;
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
       if (!replica(i).process().running()) continue;
@@ -55,10 +57,22 @@ class ReplicasTest : public ::testing::Test {
           require(ApiClient(replica(i).bridge_port(), replica(i).control_token()).get("/health"),
                   200, "bridge health");
       EXPECT_EQ(api.at("store"), "postgresql");
-      EXPECT_EQ(api.at("leader"), bridge.at("leader"));
+      if (api.at("leader") != bridge.at("leader")) return std::nullopt;
       if (api.at("leader") == true) found.push_back(i);
     }
     return found;
+  }
+
+  // Waits until exactly one running replica leads, on both of its listeners, and returns it.
+  std::optional<std::size_t> settled_leader() {
+    std::optional<std::size_t> leader;
+    eventually([&] {
+      const auto found = leaders();
+      leader.reset();
+      if (found && found->size() == 1) leader = found->front();
+      return leader.has_value();
+    });
+    return leader;
   }
 
   std::string metrics(std::size_t i) { return owner(i).get("/metrics").raw; }
@@ -84,8 +98,9 @@ class ReplicasTest : public ::testing::Test {
 
 TEST_F(ReplicasTest, OneReplicaLeadsAndTheLeadMovesWhenItIsKilled) {
   start(3);
-  ASSERT_TRUE(eventually([&] { return leaders().size() == 1; }));
-  const auto first = leaders().front();
+  const auto settled = settled_leader();
+  ASSERT_TRUE(settled.has_value());
+  const auto first = *settled;
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_THAT(metrics(i), ::testing::HasSubstr(i == first ? "aios_scheduler_leader 1\n"
                                                             : "aios_scheduler_leader 0\n"));
@@ -97,21 +112,24 @@ TEST_F(ReplicasTest, OneReplicaLeadsAndTheLeadMovesWhenItIsKilled) {
   }
 
   EXPECT_TRUE(replica(first).kill().killed_by(SIGKILL));
-  ASSERT_TRUE(eventually([&] { return leaders().size() == 1; }));
-  const auto second = leaders().front();
+  const auto moved = settled_leader();
+  ASSERT_TRUE(moved.has_value());
+  const auto second = *moved;
   EXPECT_NE(second, first);
   EXPECT_TRUE(replica(second).process().find_event("LEAD_ACQUIRED").has_value());
 
   // A stopped leader hands the lead on too (its session closes).
   EXPECT_TRUE(replica(second).stop().exited_with(0));
-  ASSERT_TRUE(eventually([&] { return leaders().size() == 1; }));
-  EXPECT_NE(leaders().front(), second);
+  const auto third = settled_leader();
+  ASSERT_TRUE(third.has_value());
+  EXPECT_NE(*third, second);
 }
 
 TEST_F(ReplicasTest, GovernedCommitsAreRefusedOffTheLeaderAndEverythingElseIsServed) {
   start(2);
-  ASSERT_TRUE(eventually([&] { return leaders().size() == 1; }));
-  const auto leader = leaders().front();
+  const auto settled = settled_leader();
+  ASSERT_TRUE(settled.has_value());
+  const auto leader = *settled;
   const auto other = 1 - leader;
   const std::string token = create_agent({"git.read"});
   ApiClient at_other(replica(other).bridge_port(), token);
