@@ -36,7 +36,9 @@ def peers_section(p):
     names = {"ours": "ours (create; claim-next + result + owner's verification PASS)",
              "graphile": "graphile-worker 0.18 (addJob; get_job + complete)",
              "pgboss": "pg-boss 12 (send; fetch + complete)",
-             "bullmq": "BullMQ 6 (add; take + complete)"}
+             "bullmq": "BullMQ 6 (add; take + complete)",
+             "ours-pg": "ours on PostgreSQL (the same calls; the same server as graphile-worker "
+                        "and pg-boss, its CPU the scheduler's and the postmaster's)"}
     rows = [f"| {names[k]} | {v['enqueue_per_second']:,.0f} | {v['lifecycle_per_second']:,.0f} | "
             f"{v['latency_p50_ms']:.2f} / {v['latency_p99_ms']:.2f} | "
             f"{v['server_cpu_ms_per_job']:.2f} |" for k, v in s.items()]
@@ -62,6 +64,19 @@ def peers_section(p):
          f"max over {fleet['pickup_samples']}" if fleet.get("pickup_p50_ms") is not None else "") +
         f" | {verdict(ours['latency_p50_ms'] <= 5)} |",
     ]
+    on_pg = s.get("ours-pg")
+    if on_pg:
+        conflicts = on_pg.get("store_conflicts_per_job")
+        goals.append(
+            f"| ours on PostgreSQL beside graphile-worker on the same server (issue 23) | "
+            f"lifecycle {on_pg['lifecycle_per_second']:,.0f} vs "
+            f"{graphile['lifecycle_per_second']:,.0f} jobs/s "
+            f"({on_pg['lifecycle_per_second'] / graphile['lifecycle_per_second']:.2f}x), "
+            f"server CPU {on_pg['server_cpu_ms_per_job']:.2f} vs "
+            f"{graphile['server_cpu_ms_per_job']:.2f} ms/job" +
+            (f", {conflicts:.2f} serialisation conflicts re-run per job" if conflicts is not None
+             else "") +
+            f" | {verdict(on_pg['lifecycle_per_second'] >= graphile['lifecycle_per_second'])} |")
     if fleet:
         goals.append(
             f"| an idle fleet of 8 workers costs under 1 % of a core | "
@@ -135,6 +150,22 @@ def peers_section(p):
         "for claims and dispatches, which record the same lease twice.",
         "",
     ]
+    if on_pg:
+        analysis += [
+            "Why ours on PostgreSQL is slower still: every transition is one SERIALIZABLE "
+            "transaction of some twenty statements, each a round trip to the server, where "
+            "graphile-worker's get_job and complete are one function call each. Under "
+            "serialisable isolation the queue scans of concurrent claims and the single row "
+            "that numbers the queue (`task_queue_sequence`, written by every create) conflict, "
+            "and the runner re-runs the loser from the start (the conflicts per job above; "
+            "`aios_store_conflicts_total` in `/metrics`): the claim already takes its row `FOR "
+            "UPDATE SKIP LOCKED`, but serialisable isolation still aborts on the reads around it. "
+            "The way on: claims at READ COMMITTED with every fence in the statement's WHERE, so "
+            "that concurrent claims skip rather than abort; the queue order from a sequence rather "
+            "than a counter row; and libpq's pipeline mode for the statements of a transition, "
+            "which do not depend on one another's results.",
+            "",
+        ]
     return [
         *head,
         "| goal (issue 22) | this run | met |",

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -299,6 +300,8 @@ def summary(runs, jobs):
         "latency_p50_ms": pct(0.50),
         "latency_p99_ms": pct(0.99),
         "latency_samples": len(latencies),
+        **({"store_conflicts_per_job": statistics.median(r["store_conflicts"] / jobs for r in runs)}
+           if all("store_conflicts" in r for r in runs) else {}),
     }
 
 
@@ -326,6 +329,14 @@ def run_ours(args, suite, state, node, peers_home, common, run, pg=None):
     measured = run_client(node, peers_home, {
         **common, "system": "ours", "port": ready["port"], "control": control,
         "prefix": f"r{run}", "server_pid": [scheduler.pid, pg.pid] if pg else scheduler.pid})
+    if pg:
+        # Serialisation conflicts lost (and re-run) over the whole run, enqueue and lifecycle.
+        request = urllib.request.Request(f"http://127.0.0.1:{ready['port']}/metrics")
+        request.add_header("Authorization", "Bearer " + control)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            found = re.search(r"^aios_store_conflicts_total (\d+)$", response.read().decode(),
+                              re.MULTILINE)
+        measured["store_conflicts"] = int(found.group(1))
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(timeout=60)
