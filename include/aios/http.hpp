@@ -1,34 +1,40 @@
 #pragma once
 // HTTP/1.1 for every daemon: a Boost.Beast server that calls one pure handler per request, and
-// a small synchronous client for loopback and internal calls.
+// a small synchronous client for internal calls, each over plaintext or TLS (OpenSSL 3).
 //
-// The server binds to loopback unless told otherwise, limits request bodies and headers, closes
-// idle connections after a read timeout, and answers every refusal with the registry's JSON
-// error body {"error": "CODE"} and its HTTP status. Boost types never appear in this header.
+// The server serves plaintext on loopback only; any other address needs TLS credentials. It
+// limits request bodies and headers, closes idle connections after a read timeout, and answers
+// every refusal with the registry's JSON error body {"error": "CODE"} and its HTTP status.
+// Boost types never appear in this header.
 //
 // Error codes (see include/aios/error_codes.inc, section HTTP):
 //   REQUEST_INVALID (400)            malformed HTTP, a bad request-target or query escape
 //   REQUEST_SIZE_INVALID (413)       request body over ServerOptions::max_body_bytes
 //   HTTP_HEADER_TOO_LARGE (400)      request line and headers over max_header_bytes
 //   HTTP_BIND_FAILED (500)           Server::start could not listen on host:port
-//   HTTP_BIND_NOT_LOOPBACK (500)     Server::start refused a non-loopback host
-//   HTTP_URL_INVALID (500)           a client URL that is not http://host[:port][/path][?query]
+//   HTTP_PLAINTEXT_NOT_LOOPBACK (500) Server::start refused a non-loopback host without TLS
+//   HTTP_URL_INVALID (500)           a client URL that is not http(s)://host[:port][/path][?query]
 //   HTTP_CLIENT_REQUEST_INVALID (500) a client method, target or token that cannot be sent
 //   HTTP_UPSTREAM_UNAVAILABLE (502)  the peer refused, reset or closed the connection
 //   HTTP_UPSTREAM_RESPONSE_INVALID (502) the peer's answer is not HTTP/1.1 or is too large
 //   HTTP_UPSTREAM_TIMEOUT (503)      the peer did not answer within the client timeout
 //   HTTP_CLIENT_CANCELLED (503)      the caller gave up a request while it waited
 //   INTERNAL_ERROR (500)             a handler threw something other than aios::Error
+// and, section TLS: TLS_CREDENTIALS_INVALID, TLS_PLAINTEXT_REQUEST, TLS_CLIENT_CERTIFICATE_*
+// (a TLS listener's refusals of a client before its request reaches the handler) and
+// TLS_HANDSHAKE_FAILED (the client's).
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +43,76 @@
 #include "aios/error.hpp"
 
 namespace aios::http {
+
+// --- TLS ----------------------------------------------------------------------------------
+
+// What a TLS listener proves itself with and whom it admits. PEM files.
+struct TlsServerFiles {
+  std::filesystem::path certificate;  // the server's chain, leaf first
+  std::filesystem::path private_key;
+  // Set: every client must present a certificate that chains to these CAs (mutual TLS); a
+  // connection without one, or with one that does not verify, has each request refused with
+  // its TLS_CLIENT_CERTIFICATE_* code before the handler sees it. Empty: no client certificate
+  // is asked for.
+  std::filesystem::path client_ca;
+};
+
+// A listener's TLS credentials: TLS 1.2 or 1.3 (1.3 preferred), forward-secret AEAD ciphers
+// only, session tickets for resumption. reload() replaces them while the listener serves: an
+// open connection keeps the credentials it was accepted with, the next one gets the new ones.
+// Thread-safe.
+class TlsServerCredentials {
+ public:
+  // Throws aios::Error TLS_CREDENTIALS_INVALID (a file missing or unreadable, not PEM, the key
+  // not the certificate's).
+  explicit TlsServerCredentials(TlsServerFiles files);
+  ~TlsServerCredentials();
+  TlsServerCredentials(const TlsServerCredentials&) = delete;
+  TlsServerCredentials& operator=(const TlsServerCredentials&) = delete;
+
+  // Reads the files again. On failure throws as the constructor and keeps serving the
+  // credentials in use.
+  void reload();
+  bool verifies_clients() const { return !files_.client_ca.empty(); }
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  TlsServerFiles files_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What a client trusts and shows over https://. PEM files.
+struct TlsClientFiles {
+  std::filesystem::path ca_bundle;    // the CAs a server must chain to; empty: the system's
+  std::filesystem::path certificate;  // optional: the client certificate (mutual TLS)
+  std::filesystem::path private_key;  // with `certificate`
+};
+
+// A client's TLS context: the server's certificate must chain to the CA bundle and name the
+// host of the URL (DNS name or IP address). Shared by every connection of a process, so that a
+// reconnect resumes the last session instead of a full handshake. Thread-safe.
+class TlsClientCredentials {
+ public:
+  // Throws aios::Error TLS_CREDENTIALS_INVALID.
+  explicit TlsClientCredentials(TlsClientFiles files);
+  ~TlsClientCredentials();
+  TlsClientCredentials(const TlsClientCredentials&) = delete;
+  TlsClientCredentials& operator=(const TlsClientCredentials&) = delete;
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A verified client certificate as a handler sees it.
+struct ClientCertificate {
+  std::string sha256;             // lower-case hex SHA-256 of the DER certificate
+  std::vector<std::string> uris;  // its subjectAltName URIs, e.g. "aios:agent:worker-1"
+};
 
 // One parsed request, handed to the Handler. Built by the server; tests build it by hand.
 // The server reuses one Request per connection: a handler must not keep references into it
@@ -57,6 +133,14 @@ struct Request {
   std::string bearer_token;
   std::string remote_address;  // peer IP address, e.g. "127.0.0.1"
   std::uint16_t remote_port = 0;
+  bool tls = false;  // the connection is TLS
+  bool tls_session_resumed = false;  // its handshake resumed an earlier session (no full one)
+  // The listener asks every client for a certificate (mutual TLS): an agent's request must
+  // come with one bound to the agent.
+  bool verifies_clients = false;
+  // Set on a mutual-TLS connection: the client certificate, verified against the listener's
+  // client CA (a connection whose certificate fails never reaches the handler).
+  std::optional<ClientCertificate> client_certificate;
   // Every header in the order received, names as sent by the peer, values trimmed.
   std::vector<std::pair<std::string, std::string>> headers;
 
@@ -131,6 +215,27 @@ std::string_view bearer_from_authorization(std::string_view value);
 // (aios::constant_time_equal). False when either token is empty.
 bool bearer_matches(const Request& request, std::string_view expected_token);
 
+// True when `address` (Request::remote_address) is 127.0.0.0/8, ::1 or ::ffff:127.x.
+bool is_loopback_address(std::string_view address);
+
+// The owner's control token and where it counts: from a loopback peer only, unless the operator
+// allows remote owners (a TLS listener on a network address whose owner works from elsewhere).
+class OwnerToken {
+ public:
+  OwnerToken(std::string token, bool remote_allowed = false)  // NOLINT: a token converts
+      : token_(std::move(token)), remote_allowed_(remote_allowed) {}
+
+  // True when the request carries the owner's token. Throws aios::Error OWNER_NOT_LOOPBACK
+  // when it does from a peer that is not loopback and remote owners are not allowed.
+  bool matches(const Request& request) const;
+  // matches() without the throw, for ServerOptions::admits.
+  bool admits(const Request& request) const;
+
+ private:
+  std::string token_;
+  bool remote_allowed_;
+};
+
 // Called concurrently from the server's io threads, one call per request. A handler may throw:
 // aios::Error becomes error_response(error); anything else becomes 500 {"error":
 // "INTERNAL_ERROR"} without its what() text. A handler that blocks holds one io thread.
@@ -141,7 +246,9 @@ using Handler = std::function<Response(const Request&)>;
 using UnhandledExceptionObserver = std::function<void(std::string_view what)>;
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // an IP address, or "localhost" for 127.0.0.1
+  // An IP address, "localhost" for 127.0.0.1, or several separated by commas (one listener
+  // each, all on one port: loopback for local callers beside a network address for remote ones).
+  std::string host = "127.0.0.1";
   std::uint16_t port = 0;          // 0 = an ephemeral port; see Server::port()
   std::size_t max_body_bytes = 512 * 1024;
   std::size_t max_header_bytes = 16 * 1024;  // request line plus headers
@@ -161,8 +268,14 @@ struct ServerOptions {
   // a large one. Unset: every request is read. Called from io threads.
   std::function<bool(const Request&)> admits;
   std::size_t admit_before_bytes = 64 * 1024;
-  unsigned threads = 4;             // io threads (0 is taken as 1)
-  bool allow_non_loopback = false;  // false: start() refuses any address but 127/8 and ::1
+  unsigned threads = 4;  // io threads (0 is taken as 1)
+  // Set: the listener speaks TLS only (a plaintext request is answered 400
+  // TLS_PLAINTEXT_REQUEST in plaintext and closed). Unset: plaintext, and start() refuses any
+  // address but 127/8 and ::1.
+  std::shared_ptr<TlsServerCredentials> tls;
+  // A TLS handshake not done within this long closes the connection; until then it counts
+  // against the connection caps like any other.
+  std::chrono::milliseconds handshake_timeout{10000};
   UnhandledExceptionObserver on_unhandled_exception;  // optional
 };
 
@@ -179,10 +292,11 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds, listens and starts `threads` io threads. Throws aios::Error HTTP_BIND_NOT_LOOPBACK
-  // when the host is not loopback and !allow_non_loopback, HTTP_BIND_FAILED when the host is
-  // not an IP address or the socket cannot be bound (for instance EADDRINUSE), and
-  // INTERNAL_ERROR when called a second time. A Server is started at most once.
+  // Binds, listens and starts `threads` io threads. Throws aios::Error
+  // HTTP_PLAINTEXT_NOT_LOOPBACK when a host is not loopback and the options have no TLS,
+  // HTTP_BIND_FAILED when a host is not an IP address or a socket cannot be bound (for
+  // instance EADDRINUSE), and INTERNAL_ERROR when called a second time. A Server is started at
+  // most once.
   void start();
 
   // The bound port (the real one when options.port was 0); 0 before start().
@@ -211,16 +325,17 @@ struct ClientResponse {
   std::string body;
 };
 
-// The parts of an http:// URL a client needs.
+// The parts of an http:// or https:// URL a client needs.
 struct Endpoint {
   std::string host;  // a name, an IPv4 address, or an IPv6 address without brackets
   std::uint16_t port = 80;
   std::string target;  // path and query, "/" when the URL has none
+  bool https = false;
 };
 
-// Parses http://host[:port][/path][?query] (scheme case-insensitive; IPv6 as [addr]). Throws
-// aios::Error HTTP_URL_INVALID for any other scheme (https included), user info, a fragment,
-// an empty or out-of-range port, or characters outside visible ASCII.
+// Parses http(s)://host[:port][/path][?query] (scheme case-insensitive; IPv6 as [addr]; the
+// port defaults to 80 or 443). Throws aios::Error HTTP_URL_INVALID for any other scheme, user
+// info, a fragment, an empty or out-of-range port, or characters outside visible ASCII.
 Endpoint parse_http_url(std::string_view url);
 
 // A keep-alive HTTP/1.1 connection to one host:port, opened on first use.
@@ -244,7 +359,10 @@ Endpoint parse_http_url(std::string_view url);
 // only be assigned to or destroyed.
 class Connection final {
  public:
-  Connection(std::string host, std::uint16_t port, std::chrono::milliseconds timeout);
+  // With `tls`, the connection speaks TLS and verifies the server against those credentials
+  // (its name or IP address must be `host`); a failed handshake throws TLS_HANDSHAKE_FAILED.
+  Connection(std::string host, std::uint16_t port, std::chrono::milliseconds timeout,
+             std::shared_ptr<TlsClientCredentials> tls = nullptr);
   ~Connection();
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;
@@ -263,10 +381,12 @@ class Connection final {
 // One request on a new connection, closed afterwards. `url` as for parse_http_url; its
 // target is sent. Throws as parse_http_url and Connection::request, and HTTP_CLIENT_CANCELLED
 // when `cancel` turns true while it waits (seen within 250 ms; the connection is closed, so a
-// long poll's server sees its client go).
+// long poll's server sees its client go). An https:// URL is verified against `tls`, or the
+// system's CA store without it.
 ClientResponse request(std::string_view method, std::string_view url, std::string_view bearer_token,
                        std::string_view body, std::chrono::milliseconds timeout,
-                       const std::atomic<bool>* cancel = nullptr);
+                       const std::atomic<bool>* cancel = nullptr,
+                       std::shared_ptr<TlsClientCredentials> tls = nullptr);
 
 // True when `error` (from request or a Transport) says the peer was never reached: it could not
 // be resolved or refused the connection, so nothing of the request was sent and sending it to
@@ -294,20 +414,32 @@ class Transport {
   }
 };
 
-// One new connection per request (request() above).
+// Requests as request() above, over keep-alive connections it pools per scheme, host and port:
+// a worker pays one connection (and one TLS handshake, after which sessions are resumed) for
+// many calls. A connection goes back to the pool only after a whole answer; one idle for
+// kMaxIdle is closed rather than reused (servers close idle connections), and one the peer
+// closed meanwhile is noticed before reuse. https:// URLs are verified against `tls`, or the
+// system's CA store without it. Thread-safe.
 class SystemTransport final : public Transport {
  public:
+  static constexpr std::chrono::seconds kMaxIdle{15};
+
+  explicit SystemTransport(std::shared_ptr<TlsClientCredentials> tls = nullptr);
+  ~SystemTransport() override;
+  SystemTransport(const SystemTransport&) = delete;
+  SystemTransport& operator=(const SystemTransport&) = delete;
+
   ClientResponse request(std::string_view method, std::string_view url,
                          std::string_view bearer_token, std::string_view body,
-                         std::chrono::milliseconds timeout) override {
-    return http::request(method, url, bearer_token, body, timeout);
-  }
+                         std::chrono::milliseconds timeout) override;
   ClientResponse cancellable_request(std::string_view method, std::string_view url,
                                      std::string_view bearer_token, std::string_view body,
                                      std::chrono::milliseconds timeout,
-                                     const std::atomic<bool>& cancel) override {
-    return http::request(method, url, bearer_token, body, timeout, &cancel);
-  }
+                                     const std::atomic<bool>& cancel) override;
+
+ private:
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
 };
 
 }  // namespace aios::http

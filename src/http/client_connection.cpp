@@ -30,6 +30,7 @@ constexpr std::chrono::milliseconds kCancelCheck{250};
 // The peer closed a connection it considered idle: nothing of the request was processed.
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+         ec == ssl::error::stream_truncated ||
          ec == net::error::connection_reset || ec == net::error::broken_pipe ||
          ec == net::error::connection_aborted;
 }
@@ -46,16 +47,18 @@ bool is_http_error(const beast::error_code& ec) {
 
 }  // namespace
 
-ClientConnection::ClientConnection(std::string host, std::uint16_t port,
-                                   std::chrono::milliseconds timeout, bool keep_alive,
-                                   const std::atomic<bool>* cancel)
-    : host_(std::move(host)),
-      port_(port),
-      timeout_(timeout),
-      keep_alive_(keep_alive),
-      cancel_(cancel) {
+ClientConnection::ClientConnection(std::string host, std::uint16_t port, bool keep_alive,
+                                   std::shared_ptr<TlsClientCredentials> tls)
+    : host_(std::move(host)), port_(port), keep_alive_(keep_alive), tls_(std::move(tls)) {
   host_header_ = host_.find(':') == std::string::npos ? host_ : "[" + host_ + "]";
-  if (port_ != 80) host_header_ += ":" + std::to_string(port_);
+  if (port_ != (tls_ ? 443 : 80)) host_header_ += ":" + std::to_string(port_);
+  session_key_ = host_ + ":" + std::to_string(port_);
+}
+
+template <typename Step>
+auto ClientConnection::with_stream(Step&& step) {
+  if (tls_stream_) return step(*tls_stream_);
+  return step(socket_);
 }
 
 ClientConnection::Message ClientConnection::build(std::string_view method, std::string_view target,
@@ -110,10 +113,12 @@ beast::error_code ClientConnection::run(Clock::time_point deadline, bool& timed_
   }
   if (!done) {
     timed_out = true;
-    close();
+    beast::error_code ignored;
+    socket_.close(ignored);  // aborts the operation; its TLS stream must outlive it
     resolver_.cancel();
     io_.restart();
     io_.run();  // delivers the aborted completion before `result` goes out of scope
+    close();
     if (cancelled()) fail(ErrorCode::HTTP_CLIENT_CANCELLED, "cancelled", {});
   }
   return result;
@@ -129,9 +134,14 @@ bool ClientConnection::closed_while_idle() {
 }
 
 void ClientConnection::close() {
+  // OpenSSL drops the session of a connection freed without a shutdown from resumption; this
+  // one's session stays good to offer again, so the shutdown is recorded (quietly: no
+  // close_notify, which would cost a round trip).
+  if (tls_stream_) SSL_set_shutdown(tls_stream_->native_handle(), SSL_SENT_SHUTDOWN);
   beast::error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
+  tls_stream_.reset();
   buffer_.consume(buffer_.size());
 }
 
@@ -169,12 +179,33 @@ void ClientConnection::connect(Clock::time_point deadline) {
   if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, kConnectStep, {});
   if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, kConnectStep, ec);
   socket_.set_option(tcp::no_delay(true), ec);
+  if (tls_) handshake(deadline);
+}
+
+void ClientConnection::handshake(Clock::time_point deadline) {
+  tls_stream_.emplace(socket_, tls_->impl().context);
+  detail::prepare_client(tls_->impl(), tls_stream_->native_handle(), host_, session_key_);
+  bool timed_out = false;
+  const auto ec = run(deadline, timed_out, [&](auto handler) {
+    tls_stream_->async_handshake(ssl::stream_base::client, handler);
+  });
+  if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "TLS handshake with", {});
+  if (ec) {
+    // The server's certificate is named when it is the reason; otherwise OpenSSL's own.
+    const auto why = detail::server_verification_error(tls_stream_->native_handle());
+    close();
+    throw Error(ErrorCode::TLS_HANDSHAKE_FAILED,
+                "TLS handshake with " + host_header_ + ": " + (why.empty() ? ec.message() : why));
+  }
 }
 
 ClientResponse ClientConnection::request(std::string_view method, std::string_view target,
-                                         std::string_view bearer_token, std::string_view body) {
+                                         std::string_view bearer_token, std::string_view body,
+                                         std::chrono::milliseconds timeout,
+                                         const std::atomic<bool>* cancel) {
   const Message message = build(method, target, bearer_token, body);
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline = Clock::now() + timeout;
+  cancel_ = cancel;
   for (int attempt = 0;; ++attempt) {
     if (socket_.is_open() && closed_while_idle()) close();
     const bool reused = socket_.is_open();
@@ -185,8 +216,9 @@ ClientResponse ClientConnection::request(std::string_view method, std::string_vi
     const bool may_retry = reused && attempt == 0 && is_idempotent(method);
     bool timed_out = false;
 
-    auto ec = run(deadline, timed_out,
-                  [&](auto handler) { bhttp::async_write(socket_, message, handler); });
+    auto ec = run(deadline, timed_out, [&](auto handler) {
+      with_stream([&](auto& stream) { bhttp::async_write(stream, message, handler); });
+    });
     if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "write to", {});
     if (ec) {
       if (may_retry) {
@@ -200,8 +232,9 @@ ClientResponse ClientConnection::request(std::string_view method, std::string_vi
     parser.body_limit(kMaxResponseBodyBytes);
     parser.header_limit(kMaxResponseHeaderBytes);
     parser.skip(method == "HEAD");  // its Content-Length describes a body that never comes
-    ec = run(deadline, timed_out,
-             [&](auto handler) { bhttp::async_read(socket_, buffer_, parser, handler); });
+    ec = run(deadline, timed_out, [&](auto handler) {
+      with_stream([&](auto& stream) { bhttp::async_read(stream, buffer_, parser, handler); });
+    });
     if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "read from", {});
     if (ec) {
       if (may_retry && !parser.got_some() && closed_by_peer(ec)) {

@@ -25,22 +25,36 @@ struct Server::Impl {
 
   std::shared_ptr<detail::ServerState> state;
   net::io_context io;
-  std::shared_ptr<detail::Listener> listener;
+  std::vector<std::shared_ptr<detail::Listener>> listeners;  // one per host, on one port
   std::vector<std::thread> threads;
   Phase phase = Phase::created;
 };
 
 namespace {
 
-net::ip::address resolve_host(const ServerOptions& options) {
-  if (options.host == "localhost") return net::ip::address_v4::loopback();
+net::ip::address resolve_host(const std::string& host, const ServerOptions& options) {
+  if (host == "localhost") return net::ip::address_v4::loopback();
   beast::error_code ec;
-  const auto address = net::ip::make_address(options.host, ec);
-  if (ec) throw Error(ErrorCode::HTTP_BIND_FAILED, "host is not an IP address: " + options.host);
-  if (!address.is_loopback() && !options.allow_non_loopback) {
-    throw Error(ErrorCode::HTTP_BIND_NOT_LOOPBACK, "refusing to listen on " + options.host);
+  const auto address = net::ip::make_address(host, ec);
+  if (ec) throw Error(ErrorCode::HTTP_BIND_FAILED, "host is not an IP address: " + host);
+  // Bearer tokens cross the network only inside TLS.
+  if (!address.is_loopback() && !options.tls) {
+    throw Error(ErrorCode::HTTP_PLAINTEXT_NOT_LOOPBACK,
+                "refusing to listen on " + host + " without TLS");
   }
   return address;
+}
+
+// "a,b" -> {a, b}: one listener per address.
+std::vector<std::string> hosts_of(const std::string& hosts) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = hosts.find(',', start);
+    out.push_back(hosts.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 void run_io(net::io_context& io) {
@@ -69,9 +83,17 @@ void Server::start() {
     throw Error(ErrorCode::INTERNAL_ERROR, "http::Server::start called twice");
   }
   const auto& options = impl_->state->options;
-  const tcp::endpoint endpoint(resolve_host(options), options.port);
-  impl_->listener = std::make_shared<detail::Listener>(impl_->io, endpoint, impl_->state);
-  impl_->listener->start();
+  std::vector<net::ip::address> addresses;
+  for (const auto& host : hosts_of(options.host)) addresses.push_back(resolve_host(host, options));
+  // Every address on the port the first one got (its own ephemeral one when the port is 0).
+  auto port = options.port;
+  for (const auto& address : addresses) {
+    auto listener = std::make_shared<detail::Listener>(impl_->io, tcp::endpoint(address, port),
+                                                       impl_->state);
+    port = listener->port();
+    impl_->listeners.push_back(std::move(listener));
+  }
+  for (const auto& listener : impl_->listeners) listener->start();
   impl_->phase = Impl::Phase::running;
   const unsigned count = std::max(1u, options.threads);
   impl_->threads.reserve(count);
@@ -81,7 +103,7 @@ void Server::start() {
 }
 
 std::uint16_t Server::port() const {
-  return impl_->listener ? impl_->listener->port() : 0;
+  return impl_->listeners.empty() ? 0 : impl_->listeners.front()->port();
 }
 
 void Server::stop() {
@@ -99,7 +121,7 @@ void Server::stop() {
       if (auto alive = session->weak_from_this().lock()) open.push_back(std::move(alive));
     }
   }
-  impl_->listener->stop();
+  for (const auto& listener : impl_->listeners) listener->stop();
   for (const auto& session : open) session->request_stop();
   open.clear();  // the sessions' own operations keep them alive
   {

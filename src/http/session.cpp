@@ -34,15 +34,42 @@ constexpr std::size_t kTrimAfterBodyBytes = 256 * 1024;
 
 }  // namespace
 
-Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::string peer_address)
-    : stream_(std::move(socket)), state_(std::move(state)), peer_(std::move(peer_address)) {
+namespace {
+
+std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>> stream_of(
+    tcp::socket socket, const std::shared_ptr<ssl::context>& tls) {
+  if (!tls) return beast::tcp_stream(std::move(socket));
+  return std::variant<beast::tcp_stream, beast::ssl_stream<beast::tcp_stream>>(
+      std::in_place_index<1>, std::move(socket), *tls);
+}
+
+}  // namespace
+
+Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::string peer_address,
+                 std::shared_ptr<ssl::context> tls)
+    : tls_(std::move(tls)),
+      stream_(stream_of(std::move(socket), tls_)),
+      state_(std::move(state)),
+      peer_(std::move(peer_address)) {
   beast::error_code ec;
-  const auto peer = stream_.socket().remote_endpoint(ec);
+  const auto peer = lowest().socket().remote_endpoint(ec);
   if (!ec) {
     request_.remote_address = peer.address().to_string();
     request_.remote_port = peer.port();
   }
-  stream_.socket().set_option(tcp::no_delay(true), ec);  // best effort; answers are one write
+  request_.tls = tls_ != nullptr;
+  request_.verifies_clients = state_->options.tls && state_->options.tls->verifies_clients();
+  lowest().socket().set_option(tcp::no_delay(true), ec);  // best effort; answers are one write
+}
+
+beast::tcp_stream& Session::lowest() {
+  return std::visit([](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); },
+                    stream_);
+}
+
+template <typename Step>
+void Session::with_stream(Step&& step) {
+  std::visit(step, stream_);
 }
 
 Session::~Session() {
@@ -57,18 +84,69 @@ Session::~Session() {
 }
 
 void Session::start() {
-  net::dispatch(stream_.get_executor(),
-                beast::bind_front_handler(&Session::read_header, shared_from_this()));
+  if (!tls_) {
+    net::dispatch(lowest().get_executor(),
+                  beast::bind_front_handler(&Session::read_header, shared_from_this()));
+    return;
+  }
+  phase_ = Phase::handshaking;
+  // The handshake counts against the caps like any connection, and a peer that stalls in it is
+  // dropped at the handshake timeout.
+  lowest().expires_after(state_->options.handshake_timeout);
+  net::dispatch(lowest().get_executor(), [self = shared_from_this()] {
+    beast::async_detect_ssl(self->lowest(), self->buffer_,
+                            beast::bind_front_handler(&Session::on_detected, self));
+  });
+}
+
+void Session::on_detected(beast::error_code ec, bool tls) {
+  if (ec || stop_requested_) return close();
+  if (!tls) return refuse_plaintext();
+  std::get<TlsStream>(stream_).async_handshake(
+      ssl::stream_base::server, buffer_.data(),
+      beast::bind_front_handler(&Session::on_handshake, shared_from_this()));
+}
+
+// A plaintext request on a TLS port: answered once in plaintext, so the caller learns what went
+// wrong, and the connection ends; nothing of it reaches TLS or the handler.
+void Session::refuse_plaintext() {
+  phase_ = Phase::answering;
+  keep_alive_ = false;
+  const auto response = error_response(Error(ErrorCode::TLS_PLAINTEXT_REQUEST));
+  write_head(response, false, false, head_);
+  body_ = response.body;
+  buffer_.consume(buffer_.size());
+  lowest().expires_after(state_->options.read_timeout);
+  const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body_)};
+  net::async_write(lowest(), buffers, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec) return self->close();
+    self->linger();  // on the bare TCP stream: no TLS was ever spoken
+  });
+}
+
+void Session::on_handshake(beast::error_code ec, std::size_t used) {
+  if (ec || stop_requested_) return close();
+  buffer_.consume(used);
+  tls_up_ = true;
+  SSL* ssl = std::get<TlsStream>(stream_).native_handle();
+  request_.tls_session_resumed = SSL_session_reused(ssl) == 1;
+  auto identity = client_identity(ssl);
+  request_.client_certificate = std::move(identity.certificate);
+  refusal_ = identity.refusal;
+  read_header();
 }
 
 void Session::request_stop() {
   // A weak reference: a session with no pending operation must be free to go away now (the io
   // threads may already have run out of work and will never run this).
-  net::post(stream_.get_executor(), [weak = weak_from_this()] {
+  net::post(lowest().get_executor(), [weak = weak_from_this()] {
     const auto self = weak.lock();
     if (!self) return;
     self->stop_requested_ = true;
-    if (self->phase_ == Phase::reading || self->phase_ == Phase::lingering) self->stream_.cancel();
+    if (self->phase_ == Phase::handshaking || self->phase_ == Phase::reading ||
+        self->phase_ == Phase::lingering) {
+      self->lowest().cancel();
+    }
   });
 }
 
@@ -77,18 +155,23 @@ void Session::read_header() {
   phase_ = Phase::reading;
   const auto& options = state_->options;
   parser_.emplace(request_, options.max_body_bytes, options.max_header_bytes);
-  stream_.expires_after(options.read_timeout);  // covers header and body together
-  bhttp::async_read_header(stream_, buffer_, *parser_,
-                           beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  lowest().expires_after(options.read_timeout);  // covers header and body together
+  with_stream([this](auto& stream) {
+    bhttp::async_read_header(stream, buffer_, *parser_,
+                             beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  });
 }
 
 void Session::on_header(beast::error_code ec, std::size_t) {
   if (ec) return on_read_failed(ec);
+  if (refusal_) return refuse(*refusal_);
   if (parser_->is_done()) return answer();
   if (!admitted()) return refuse(ErrorCode::UNAUTHORIZED);
   if (parser_->expects_continue()) {
-    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                     beast::bind_front_handler(&Session::on_continue_sent, shared_from_this()));
+    with_stream([this](auto& stream) {
+      net::async_write(stream, net::buffer(kContinue.data(), kContinue.size()),
+                       beast::bind_front_handler(&Session::on_continue_sent, shared_from_this()));
+    });
     return;
   }
   read_body();
@@ -108,8 +191,10 @@ void Session::on_continue_sent(beast::error_code ec, std::size_t) {
 }
 
 void Session::read_body() {
-  bhttp::async_read(stream_, buffer_, *parser_,
-                    beast::bind_front_handler(&Session::on_body, shared_from_this()));
+  with_stream([this](auto& stream) {
+    bhttp::async_read(stream, buffer_, *parser_,
+                      beast::bind_front_handler(&Session::on_body, shared_from_this()));
+  });
 }
 
 void Session::on_body(beast::error_code ec, std::size_t) {
@@ -149,25 +234,27 @@ void Session::answer() {
   // goes away is seen (Later::abandoned) before the answer acts for it.
   const auto later = std::move(response.later);
   awaiting_ = true;
-  stream_.expires_never();  // the wait is the handler's to bound
-  stream_.async_read_some(
-      buffer_.prepare(kWatchChunk),
-      // Weak: the handler's Later alone decides its life (a dropped one answers 500).
-      [self = shared_from_this(), weak = std::weak_ptr<Later>(later)](beast::error_code ec,
-                                                                      std::size_t bytes) {
-        self->buffer_.commit(bytes);  // a pipelined request waits in the buffer for its turn
-        const auto watched = weak.lock();
-        if (watched && self->awaiting_ && ec && ec != net::error::operation_aborted) {
-          watched->abandon();
-        }
-      });
+  lowest().expires_never();  // the wait is the handler's to bound
+  with_stream([this, &later](auto& stream) {
+    stream.async_read_some(
+        buffer_.prepare(kWatchChunk),
+        // Weak: the handler's Later alone decides its life (a dropped one answers 500).
+        [self = shared_from_this(), weak = std::weak_ptr<Later>(later)](beast::error_code ec,
+                                                                        std::size_t bytes) {
+          self->buffer_.commit(bytes);  // a pipelined request waits in the buffer for its turn
+          const auto watched = weak.lock();
+          if (watched && self->awaiting_ && ec && ec != net::error::operation_aborted) {
+            watched->abandon();
+          }
+        });
+  });
   later->on_complete([self = shared_from_this()](Response answer) {
     if (answer.later || !is_sendable(answer)) {
       answer = error_response(Error(ErrorCode::INTERNAL_ERROR));
     }
-    net::post(self->stream_.get_executor(), [self, answer = std::move(answer)]() mutable {
+    net::post(self->lowest().get_executor(), [self, answer = std::move(answer)]() mutable {
       self->awaiting_ = false;
-      self->stream_.cancel();  // ends the watch, so that reading the next request may start
+      self->lowest().cancel();  // ends the watch, so that reading the next request may start
       self->send(std::move(answer));
     });
   });
@@ -187,9 +274,11 @@ void Session::send(Response response) {
   const bool omit_body = is_bodiless(response.status) || request_.method == "HEAD";
   const std::array<net::const_buffer, 2> buffers{
       net::buffer(head_), omit_body ? net::const_buffer{} : net::buffer(body_)};
-  stream_.expires_after(state_->options.read_timeout);
-  net::async_write(stream_, buffers,
-                   beast::bind_front_handler(&Session::on_sent, shared_from_this()));
+  lowest().expires_after(state_->options.read_timeout);
+  with_stream([this, &buffers](auto& stream) {
+    net::async_write(stream, buffers,
+                     beast::bind_front_handler(&Session::on_sent, shared_from_this()));
+  });
 }
 
 void Session::on_sent(beast::error_code ec, std::size_t) {
@@ -209,29 +298,36 @@ void Session::on_sent(beast::error_code ec, std::size_t) {
 void Session::linger() {
   phase_ = Phase::lingering;
   if (stop_requested_) return close();
+  const auto wait = std::min<std::chrono::milliseconds>(state_->options.read_timeout, kMaxLinger);
+  if (tls_up_) {
+    // TLS ends with close_notify each way; a peer that never answers it is closed at the wait.
+    lowest().expires_after(wait);
+    std::get<TlsStream>(stream_).async_shutdown(
+        [self = shared_from_this()](beast::error_code) { self->close(); });
+    return;
+  }
   beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
   if (ec) return close();
   buffer_.consume(buffer_.size());
   lingered_bytes_ = 0;
-  stream_.expires_after(
-      std::min<std::chrono::milliseconds>(state_->options.read_timeout, kMaxLinger));
-  stream_.async_read_some(buffer_.prepare(kLingerChunk),
-                          beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+  lowest().expires_after(wait);
+  lowest().async_read_some(buffer_.prepare(kLingerChunk),
+                        beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
 
 void Session::on_linger(beast::error_code ec, std::size_t bytes) {
   lingered_bytes_ += bytes;
   if (ec || lingered_bytes_ > kMaxLingerBytes) return close();
-  stream_.async_read_some(buffer_.prepare(kLingerChunk),
-                          beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+  lowest().async_read_some(buffer_.prepare(kLingerChunk),
+                        beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
 
 void Session::close() {
   phase_ = Phase::closed;
   beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-  stream_.close();
+  lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+  lowest().close();
 }
 
 }  // namespace aios::http::detail

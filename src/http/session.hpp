@@ -2,6 +2,11 @@
 // One accepted connection: read a request, call the handler, write the response, repeat while
 // keep-alive holds. Plumbing only; what to answer is decided by detail::dispatch.
 //
+// On a TLS listener the connection first shows it speaks TLS (a plaintext request is answered
+// TLS_PLAINTEXT_REQUEST in plaintext and closed), then completes the handshake within the
+// handshake timeout; a client certificate that failed verification has every request on the
+// connection refused with its code before the handler runs.
+//
 // Every member function runs on the session's strand. A session owns itself through the
 // shared_ptr its pending operation holds, and erases itself from ServerState::sessions when
 // destroyed.
@@ -10,19 +15,22 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "aios/http.hpp"
 #include "http/beast.hpp"
 #include "http/request_parser.hpp"
 #include "http/server_state.hpp"
+#include "http/tls.hpp"
 
 namespace aios::http::detail {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
   // The caller has registered the session in state->sessions and counted it in
-  // state->per_peer[peer].
-  Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::string peer);
+  // state->per_peer[peer]. With `tls` (the listener's context now), the connection speaks TLS.
+  Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::string peer,
+          std::shared_ptr<ssl::context> tls);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -35,8 +43,18 @@ class Session : public std::enable_shared_from_this<Session> {
   void request_stop();
 
  private:
-  enum class Phase { reading, answering, lingering, closed };
+  enum class Phase { handshaking, reading, answering, lingering, closed };
+  using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
+  // The TCP stream under either kind of connection (timeouts, cancel, close).
+  beast::tcp_stream& lowest();
+  // Calls `step` with the stream requests are read from and answers written to.
+  template <typename Step>
+  void with_stream(Step&& step);
+
+  void on_detected(beast::error_code ec, bool tls);
+  void refuse_plaintext();
+  void on_handshake(beast::error_code ec, std::size_t used);
   void read_header();
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_continue_sent(beast::error_code ec, std::size_t bytes);
@@ -52,7 +70,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_linger(beast::error_code ec, std::size_t bytes);
   void close();
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<ssl::context> tls_;  // kept while the connection uses it
+  std::variant<beast::tcp_stream, TlsStream> stream_;
   std::shared_ptr<ServerState> state_;
   const std::string peer_;  // the key of this connection in state_->per_peer
   beast::flat_buffer buffer_;
@@ -66,6 +85,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool stop_requested_ = false;
   bool awaiting_ = false;  // a later answer is awaited and the connection watched
   std::size_t lingered_bytes_ = 0;
+  // The answer every request on this connection gets: its client certificate failed.
+  std::optional<ErrorCode> refusal_;
+  bool tls_up_ = false;  // the TLS handshake completed
 };
 
 }  // namespace aios::http::detail

@@ -1,4 +1,5 @@
-# The http module: Boost.Beast server and client (header-only Boost; see beast.hpp).
+# The http module: Boost.Beast server and client (header-only Boost; see beast.hpp), over
+# plaintext or TLS (OpenSSL 3; see tls.hpp).
 target_sources(aios_core PRIVATE
   http/client.cpp
   http/client_connection.cpp
@@ -8,5 +9,6 @@ target_sources(aios_core PRIVATE
   http/response.cpp
   http/server.cpp
   http/session.cpp
+  http/tls.cpp
   http/url.cpp
 )

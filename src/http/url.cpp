@@ -1,4 +1,4 @@
-// Percent-decoding, query strings and http:// URLs.
+// Percent-decoding, query strings and http(s):// URLs.
 #include "http/url.hpp"
 
 #include <charconv>
@@ -107,12 +107,16 @@ bool is_host_char(char c) {
 }  // namespace
 
 Endpoint parse_http_url(std::string_view url) {
-  static constexpr std::string_view kScheme = "http://";
-  if (url.size() < kScheme.size() || !detail::iequals(url.substr(0, kScheme.size()), kScheme)) {
-    invalid_url("the URL does not start with http://");
+  static constexpr std::string_view kHttp = "http://";
+  static constexpr std::string_view kHttps = "https://";
+  const bool https =
+      url.size() >= kHttps.size() && detail::iequals(url.substr(0, kHttps.size()), kHttps);
+  if (!https &&
+      (url.size() < kHttp.size() || !detail::iequals(url.substr(0, kHttp.size()), kHttp))) {
+    invalid_url("the URL does not start with http:// or https://");
   }
   if (!detail::is_visible_ascii(url)) invalid_url("the URL has spaces or non-ASCII characters");
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(https ? kHttps.size() : kHttp.size());
   const std::size_t authority_end = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, authority_end);
   std::string_view target =
@@ -121,6 +125,8 @@ Endpoint parse_http_url(std::string_view url) {
   if (target.find('#') != std::string_view::npos) invalid_url("the URL has a fragment");
 
   Endpoint endpoint;
+  endpoint.https = https;
+  endpoint.port = https ? 443 : 80;
   std::string_view port_text;
   if (!authority.empty() && authority.front() == '[') {
     const std::size_t close = authority.find(']');

@@ -96,9 +96,10 @@ TEST(HttpClient, ReportsAPeerThatClosesWithoutAnswering) {
   EXPECT_FALSE(nothing_sent(error));  // the request went out: it may have been acted on
 }
 
-// Given a URL that is not http://, we should fail with HTTP_URL_INVALID before connecting.
+// Given a URL that is not http:// or https://, we should fail with HTTP_URL_INVALID before
+// connecting.
 TEST(HttpClient, RefusesNonHttpUrls) {
-  for (const std::string bad : {"https://127.0.0.1:1/", "file:///etc/passwd", "127.0.0.1:1/x"}) {
+  for (const std::string bad : {"httpx://127.0.0.1:1/", "file:///etc/passwd", "127.0.0.1:1/x"}) {
     SCOPED_TRACE(bad);
     EXPECT_EQ(error_of([&] { request("GET", bad, "", "", 1s); }).code(), "HTTP_URL_INVALID");
   }

@@ -57,7 +57,8 @@ TEST(HttpQuery, RefusesMalformedEscapes) {
   }
 }
 
-// Given service URLs, we should split host, port and target, and refuse anything not http.
+// Given service URLs, we should split scheme, host, port and target, and refuse anything not
+// http or https.
 TEST(HttpUrl, ParsesHttpUrlsAndRefusesTheRest) {
   const struct {
     std::string url;
@@ -71,16 +72,20 @@ TEST(HttpUrl, ParsesHttpUrlsAndRefusesTheRest) {
       {"http://[::1]:18892/v2/plans", "::1", 18892, "/v2/plans"},
       {"http://example.internal:1?x=1", "example.internal", 1, "/?x=1"},
       {"http://h:65535/a%20b", "h", 65535, "/a%20b"},
+      {"http://h/x", "h", 80, "/x"},
+      {"https://h/x", "h", 443, "/x"},
+      {"HTTPS://192.0.2.1:18940", "192.0.2.1", 18940, "/"},
   };
   for (const auto& c : good) {
     SCOPED_TRACE(c.url);
     const auto endpoint = parse_http_url(c.url);
     EXPECT_EQ(endpoint.host, c.host);
     EXPECT_EQ(endpoint.port, c.port);
+    EXPECT_EQ(endpoint.https, c.url.starts_with("https") || c.url.starts_with("HTTPS"));
     EXPECT_EQ(endpoint.target, c.target);
   }
   for (const std::string url :
-       {"", "https://127.0.0.1/", "ftp://h/", "http:/h/", "http://", "http:///x", "http://h:/",
+       {"", "httpx://127.0.0.1/", "ftp://h/", "https:/h/", "http:/h/", "http://", "http:///x", "http://h:/",
         "http://h:0/", "http://h:65536/", "http://h:12x/", "http://user@h/", "http://h/#frag",
         "http://h/a b", "http://[::1/", "http://[]/", "http://[::1]x/", "http://h^/",
         "127.0.0.1:18940", "http://h/\xC3\xA9"}) {
