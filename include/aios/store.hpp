@@ -66,6 +66,10 @@ struct AgentRecord {
   std::string granted_capabilities_json;
   std::string granted_tenants_json;
   std::string created_at;
+  // The client certificate the agent must present (mutual TLS): a subjectAltName URI and/or the
+  // SHA-256 of the certificate's DER; both empty when none is recorded.
+  std::string certificate_uri{};
+  std::string certificate_sha256{};
 };
 
 // A worker and its fleet state, as judged at one instant `now` (the slots in use count only
@@ -306,6 +310,9 @@ class Transaction {
   virtual std::string revoke_agent(const std::string& agent_id, const std::string& now) = 0;
   // A new token, and the agent no longer revoked.
   virtual void set_agent_token(const std::string& agent_id, const std::string& token_sha256) = 0;
+  // The client certificate the agent must present from now on (empty strings: none).
+  virtual void set_agent_certificate(const std::string& agent_id, const std::string& uri,
+                                     const std::string& sha256) = 0;
 
   // --- workers, their circuits and slots
   virtual std::optional<WorkerRecord> load_worker(const std::string& worker_id, double now) = 0;

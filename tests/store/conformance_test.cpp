@@ -172,6 +172,30 @@ TEST_P(StoreConformance, InsertedTaskLoadsWithEveryColumnAndTheNextSequence) {
   EXPECT_FALSE(load("task-missing"));
 }
 
+// Given an agent with a certificate binding, we should find it by its token with the binding as
+// stored, see a new binding replace it, and not find a revoked agent at all.
+TEST_P(StoreConformance, AnAgentKeepsItsCertificateBinding) {
+  const store::AgentRecord agent{"agent-a", std::string(64, 'a'),   R"(["git.read"])",
+                                 "[]",      "2026-12-05T00:00:00Z", "aios:agent:agent-a",
+                                 ""};
+  store_->write([&](store::Transaction& tx) { tx.insert_agent(agent); });
+  std::optional<store::AgentRecord> found;
+  store_->read([&](store::Transaction& tx) { found = tx.live_agent_by_token(agent.token_sha256); });
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->certificate_uri, "aios:agent:agent-a");
+  EXPECT_EQ(found->certificate_sha256, "");
+  store_->write([&](store::Transaction& tx) {
+    tx.set_agent_certificate("agent-a", "", std::string(64, 'f'));
+  });
+  store_->read([&](store::Transaction& tx) { found = tx.live_agent_by_token(agent.token_sha256); });
+  EXPECT_EQ(found->certificate_uri, "");
+  EXPECT_EQ(found->certificate_sha256, std::string(64, 'f'));
+  store_->write(
+      [&](store::Transaction& tx) { tx.revoke_agent("agent-a", "2026-12-05T00:00:01Z"); });
+  store_->read([&](store::Transaction& tx) { found = tx.live_agent_by_token(agent.token_sha256); });
+  EXPECT_FALSE(found.has_value());
+}
+
 TEST_P(StoreConformance, ATaskIdIsInsertedOnce) {
   // Given a task id that exists, we should refuse a second insert and keep the first row.
   insert(queued_task("task-a"));

@@ -17,6 +17,9 @@ namespace {
 
 using test::code_of;
 
+// Both backends migrate to the same version (7: agents bound to client certificates).
+constexpr int kSchemaVersion = 7;
+
 std::string open_code(const std::string& url) {
   const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
   return code_of([&] { (void)store::open_store({.url = url}, clock); });
@@ -26,10 +29,11 @@ TEST(OpenStore, APathAndAnAbsoluteSqliteUrlOpenSqlite) {
   // Given a plain path and a sqlite:/// URL, we should get a migrated SQLite file at each.
   test::ScopedTempDir dir("aios-open-store");
   const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
-  EXPECT_EQ(store::open_store({.url = (dir / "a.sqlite3").string()}, clock)->schema_version(), 6);
+  EXPECT_EQ(store::open_store({.url = (dir / "a.sqlite3").string()}, clock)->schema_version(),
+            kSchemaVersion);
   EXPECT_EQ(store::open_store({.url = "sqlite://" + (dir / "b.sqlite3").string()}, clock)
                 ->schema_version(),
-            6);
+            kSchemaVersion);
   EXPECT_TRUE(std::filesystem::exists(dir / "b.sqlite3"));
 }
 
@@ -76,7 +80,7 @@ TEST_F(PostgresStore, LeaseTimeIsTheDatabaseServersClock) {
   const auto opened = store::open_store({.url = database_->url()}, clock_);
   const auto gap = opened->now() - std::chrono::system_clock::now();
   EXPECT_LT(std::chrono::abs(gap), std::chrono::seconds(1));
-  EXPECT_EQ(opened->schema_version(), 6);
+  EXPECT_EQ(opened->schema_version(), kSchemaVersion);
 }
 
 TEST_F(PostgresStore, ABodyThatSwallowsAFailedStatementCommitsNothing) {

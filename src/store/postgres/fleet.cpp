@@ -44,23 +44,32 @@ bool PgTransaction::agent_exists(const std::string& agent_id) {
 void PgTransaction::insert_agent(const AgentRecord& agent) {
   db_.run(
       "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,granted_tenants_json,"
-      "created_at) VALUES ($1,$2,$3,$4,$5)",
+      "created_at,certificate_uri,certificate_sha256) VALUES ($1,$2,$3,$4,$5,$6,$7)",
       pg::Params()
           .text(agent.agent_id)
           .text(agent.token_sha256)
           .text(agent.granted_capabilities_json)
           .text(agent.granted_tenants_json)
-          .text(agent.created_at));
+          .text(agent.created_at)
+          .text(agent.certificate_uri)
+          .text(agent.certificate_sha256));
 }
 
 std::optional<AgentRecord> PgTransaction::live_agent_by_token(const std::string& token_sha256) {
   const auto rows = db_.run(
       "SELECT agent_id, token_sha256, granted_capabilities_json, granted_tenants_json, "
-      "created_at FROM agents WHERE token_sha256=$1 AND revoked_at IS NULL",
+      "created_at, certificate_uri, certificate_sha256 FROM agents "
+      "WHERE token_sha256=$1 AND revoked_at IS NULL",
       pg::Params().text(token_sha256));
   if (rows.empty()) return std::nullopt;
   return AgentRecord{rows.text(0, 0), rows.text(0, 1), rows.text(0, 2), rows.text(0, 3),
-                     rows.text(0, 4)};
+                     rows.text(0, 4), rows.text(0, 5), rows.text(0, 6)};
+}
+
+void PgTransaction::set_agent_certificate(const std::string& agent_id, const std::string& uri,
+                                          const std::string& sha256) {
+  db_.run("UPDATE agents SET certificate_uri=$1, certificate_sha256=$2 WHERE agent_id=$3",
+          pg::Params().text(uri).text(sha256).text(agent_id));
 }
 
 std::string PgTransaction::revoke_agent(const std::string& agent_id, const std::string& now) {

@@ -203,7 +203,14 @@ CREATE TABLE bridge_commits(
 );
 )sql";
 
+// An agent may be bound to the client certificate its workers present over mutual TLS.
+inline constexpr std::string_view kAgentCertificates7 = R"sql(
+ALTER TABLE agents ADD COLUMN certificate_uri TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 1> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}}}};
+inline constexpr std::array<Migration, 2> kMigrations = {
+    {{6, {kSchema6, kCreateRebindReceipts}}, {7, {kAgentCertificates7}}}};
 
 }  // namespace aios::store::pg

@@ -292,7 +292,9 @@ class PostgresStore final : public Store {
       const int current = current_version(db);
       for (const auto& migration : pg::kMigrations) {
         if (migration.version <= current) continue;
-        for (const auto sql : migration.sql) db.exec(std::string(sql));
+        for (const auto sql : migration.sql) {
+          if (!sql.empty()) db.exec(std::string(sql));
+        }
         db.run("INSERT INTO schema_migrations(version) VALUES ($1)",
                pg::Params().integer(migration.version));
         log::info("STORE_MIGRATED", {{"backend", "postgresql"}, {"version", migration.version}});

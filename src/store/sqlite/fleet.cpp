@@ -45,25 +45,38 @@ bool SqliteTransaction::agent_exists(const std::string& agent_id) {
 void SqliteTransaction::insert_agent(const AgentRecord& agent) {
   Prepared insert(db_,
                   "INSERT INTO agents(agent_id,token_sha256,granted_capabilities_json,"
-                  "granted_tenants_json,created_at) VALUES (?,?,?,?,?)");
+                  "granted_tenants_json,created_at,certificate_uri,certificate_sha256) "
+                  "VALUES (?,?,?,?,?,?,?)");
   insert->bind(1, agent.agent_id);
   insert->bind(2, agent.token_sha256);
   insert->bind(3, agent.granted_capabilities_json);
   insert->bind(4, agent.granted_tenants_json);
   insert->bind(5, agent.created_at);
+  insert->bind(6, agent.certificate_uri);
+  insert->bind(7, agent.certificate_sha256);
   insert->exec();
 }
 
 std::optional<AgentRecord> SqliteTransaction::live_agent_by_token(const std::string& token_sha256) {
   Prepared query(db_,
                  "SELECT agent_id, token_sha256, granted_capabilities_json, "
-                 "granted_tenants_json, created_at FROM agents "
-                 "WHERE token_sha256=? AND revoked_at IS NULL");
+                 "granted_tenants_json, created_at, certificate_uri, certificate_sha256 "
+                 "FROM agents WHERE token_sha256=? AND revoked_at IS NULL");
   query->bind(1, token_sha256);
   if (!query->executeStep()) return std::nullopt;
-  return AgentRecord{query->getColumn(0).getString(), worker_text(query->getColumn(1)),
+  return AgentRecord{query->getColumn(0).getString(),  worker_text(query->getColumn(1)),
                      worker_text(query->getColumn(2)), worker_text(query->getColumn(3)),
-                     worker_text(query->getColumn(4))};
+                     worker_text(query->getColumn(4)), worker_text(query->getColumn(5)),
+                     worker_text(query->getColumn(6))};
+}
+
+void SqliteTransaction::set_agent_certificate(const std::string& agent_id, const std::string& uri,
+                                              const std::string& sha256) {
+  Prepared bind(db_, "UPDATE agents SET certificate_uri=?, certificate_sha256=? WHERE agent_id=?");
+  bind->bind(1, uri);
+  bind->bind(2, sha256);
+  bind->bind(3, agent_id);
+  bind->exec();
 }
 
 std::string SqliteTransaction::revoke_agent(const std::string& agent_id, const std::string& now) {

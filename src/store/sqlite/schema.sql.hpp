@@ -169,7 +169,7 @@ CREATE TABLE IF NOT EXISTS fleet_task_quarantine(
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 6> kMigrations = {{
+inline constexpr std::array<Migration, 7> kMigrations = {{
     {1, std::string_view(kMigration1.data(), kMigration1.size() - 1)},
     // A heartbeat finds its dispatch by claim id (until migration 6), and a poll the tasks that
     // failed in its worker's domain, without scanning the dispatch history. The governed Bridge:
@@ -253,6 +253,11 @@ INSERT INTO task_queue_sequence(id, last_seq) SELECT 1, COALESCE(MAX(seq), 0) FR
     // this one, finds its dispatch through fleet_dispatches_by_task.
     {6, R"sql(
 DROP INDEX IF EXISTS fleet_dispatches_by_claim;
+)sql"},
+    // An agent may be bound to the client certificate its workers present over mutual TLS.
+    {7, R"sql(
+ALTER TABLE agents ADD COLUMN certificate_uri TEXT NOT NULL DEFAULT '';
+ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT NOT NULL DEFAULT '';
 )sql"},
 }};
 
