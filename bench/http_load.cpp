@@ -7,6 +7,9 @@
 //   index, @T@ the index % 3 and @R@ the index's turn in the --rotate list)
 //   aios-bench-http ... --requests-file F   (one request per line, PATH<TAB>BODY, each sent
 //   once: requests that each need their own target, such as rebinds of fresh tasks)
+//   aios-bench-http ... --tls-ca-file CA [--tls-certificate-file C --tls-key-file K]   (over
+//   TLS, mutual with a client certificate; every thread keeps its connection, and the threads
+//   share one session cache, so only the first handshake is a full one)
 //
 // Prints one JSON object: requests, seconds, per_second, errors, first_error. A request is an
 // error when its status is not --expect (default: any 2xx). scripts/bench runs it against the
@@ -16,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -87,6 +91,11 @@ int main(int argc, char** argv) {
       rotate.push_back(item);
     }
 
+    std::shared_ptr<aios::http::TlsClientCredentials> tls;
+    if (opt.contains("tls-ca-file")) {
+      tls = std::make_shared<aios::http::TlsClientCredentials>(aios::http::TlsClientFiles{
+          opt["tls-ca-file"], opt["tls-certificate-file"], opt["tls-key-file"]});
+    }
     std::atomic<std::size_t> next{0}, done{0}, errors{0};
     std::mutex error_mutex;
     std::string first_error;
@@ -100,7 +109,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> pool;
     for (std::size_t t = 0; t < threads; ++t) {
       pool.emplace_back([&] {
-        aios::http::Connection connection(opt["host"], port, std::chrono::seconds(60));
+        aios::http::Connection connection(opt["host"], port, std::chrono::seconds(60), tls);
         while (true) {
           std::string request_body = body;
           std::string path = opt["path"];

@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
       "lease, heartbeats, checkpoints every phase, runs the adapter (deterministic through the\n"
       "governed commit; hermes/openclaw through the external agent executor) and submits an\n"
       "idempotent result. A restart resumes from the checkpoints and never runs an agent,\n"
-      "commits or submits twice. Each option also reads the environment variable shown.",
+      "commits or submits twice. On another host than the scheduler it speaks https:// with a\n"
+      "client certificate and reads the authority repository through the Bridge.\n"
+      "Each option also reads the environment variable shown.",
       "aios-online-agent-worker"};
   aios::daemon::add_version_flag(app);
   const aios::WorkerCommandLine command_line(app);
@@ -38,7 +40,15 @@ int main(int argc, char** argv) {
   try {
     const aios::WorkerConfig config = command_line.config();
     std::filesystem::create_directories(config.workspace_root);
-    aios::Worker worker(config, aios::system_environment());
+    // One keep-alive transport for every call to the Task API and the Bridge, over TLS with the
+    // worker's certificate when the URLs are https://.
+    aios::http::SystemTransport transport(
+        config.tls.empty() ? nullptr
+                           : std::make_shared<aios::http::TlsClientCredentials>(config.tls));
+    const auto& system = aios::system_environment();
+    const aios::Environment environment{system.clock, system.spawner, transport, system.random,
+                                        system.faults};
+    aios::Worker worker(config, environment);
     worker.start();
     aios::log::info("WORKER_READY",
                     {{"worker_id", config.agent_id}, {"once", command_line.once()}});

@@ -6,6 +6,7 @@
 #include "../common/daemon_cli.hpp"
 #include "../common/lifecycle.hpp"
 #include "../common/signals.hpp"
+#include "../common/tls.hpp"
 #include "aios/log.hpp"
 #include "aios/scheduler.hpp"
 #include "aios/sys.hpp"
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
       "The AIOS task scheduler: serves the Task API (tasks, leases, fleet scheduling) and\n"
       "the governed Bridge (plans, execution envelopes, writer leases, governed commits into\n"
       "the authority repository) on loopback over an embedded SQLite database\n"
-      "(WAL, synchronous=FULL).\n"
+      "(WAL, synchronous=FULL), or PostgreSQL. With a TLS certificate the listeners may take\n"
+      "network addresses for workers on other hosts (SIGHUP reloads the TLS files).\n"
       "Each option also reads the environment variable shown.",
       "aios-task-scheduler"};
   aios::daemon::add_version_flag(app);
@@ -38,11 +40,13 @@ int main(int argc, char** argv) {
          "--control-token-file", token_file,
          "Owner control token file (default $CREDENTIALS_DIRECTORY/agent_task_control_token)")
       ->envname("AIOS_AGENT_TASK_CONTROL_TOKEN_FILE");
-  app.add_option("--api-host", options.api_host, "Task API address (loopback)")
+  app.add_option("--api-host", options.api_host,
+                 "Task API addresses, comma-separated, on one port (loopback without TLS)")
       ->envname("AIOS_AGENT_TASK_API_HOST");
   app.add_option("--api-port", options.api_port, "Task API port (0: any free port)")
       ->envname("AIOS_AGENT_TASK_API_PORT");
-  app.add_option("--bridge-host", options.bridge_host, "Governed Bridge address (loopback)")
+  app.add_option("--bridge-host", options.bridge_host,
+                 "Governed Bridge addresses, comma-separated, on one port (loopback without TLS)")
       ->envname("AIOS_GOVERNED_WRITE_API_HOST");
   app.add_option("--bridge-port", options.bridge_port, "Governed Bridge port (0: any free port)")
       ->envname("AIOS_GOVERNED_WRITE_API_PORT");
@@ -72,6 +76,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "HTTP worker threads")
       ->envname("AIOS_AGENT_TASK_API_THREADS")
       ->check(CLI::Range(1, 64));
+  aios::daemon::TlsListenerFlags tls;
+  tls.add_to(app);
+  aios::daemon::add_remote_owner_flag(app, options.remote_owner);
   CLI11_PARSE(app, argc, argv);
 
   options.db = db_path;
@@ -83,8 +90,9 @@ int main(int argc, char** argv) {
   options.leader_check = std::chrono::milliseconds(leader_check_ms);
   options.claim_recheck = std::chrono::milliseconds(claim_recheck_ms);
 
-  const aios::daemon::TerminationSignals signals;
+  const aios::daemon::TerminationSignals signals(true);
   try {
+    options.tls = tls.load();
     aios::Scheduler scheduler(
         options,
         aios::read_secret_file(token_file, 32, aios::ErrorCode::CONTROL_CREDENTIAL_UNAVAILABLE,
@@ -94,23 +102,26 @@ int main(int argc, char** argv) {
     const auto api_port = scheduler.api_port();
     const auto bridge_port = scheduler.bridge_port();
     // One ready line carries both ports, so a supervisor or a test waits for one event.
-    aios::log::info("TASK_API_LISTENING", {{"host", options.api_host},
-                                           {"port", api_port},
-                                           {"bridge_host", options.bridge_host},
-                                           {"bridge_port", bridge_port},
-                                           {"authority_git_dir", authority},
-                                           {"db", db_path},
-                                           {"schema_version", scheduler.schema_version()},
-                                           {"version", aios::kVersion}});
+    aios::log::info("TASK_API_LISTENING",
+                    {{"host", options.api_host},
+                     {"port", api_port},
+                     {"bridge_host", options.bridge_host},
+                     {"bridge_port", bridge_port},
+                     {"authority_git_dir", authority},
+                     {"db", db_path},
+                     {"schema_version", scheduler.schema_version()},
+                     {"tls", options.tls != nullptr},
+                     {"mutual_tls", options.tls && options.tls->verifies_clients()},
+                     {"version", aios::kVersion}});
     aios::service_manager::notify_ready("serving the Task API on " + options.api_host + ":" +
                                         std::to_string(api_port) + " and the Bridge on " +
                                         options.bridge_host + ":" + std::to_string(bridge_port));
     const aios::service_manager::Watchdog watchdog([&] {
       return scheduler.sweeping_within(3 * options.sweep_interval + std::chrono::seconds(10)) &&
-             aios::daemon::answers_health(options.api_host, api_port) &&
-             aios::daemon::answers_health(options.bridge_host, bridge_port);
+             aios::daemon::answers_health(options.api_host, api_port, tls.certificate) &&
+             aios::daemon::answers_health(options.bridge_host, bridge_port, tls.certificate);
     });
-    const int signal = signals.wait();
+    const int signal = aios::daemon::wait_reloading(signals, options.tls.get());
     aios::log::info("SHUTDOWN_REQUESTED",
                     {{"signal", signal}, {"in_flight", scheduler.in_flight()}});
     aios::service_manager::notify_stopping("draining in-flight requests");

@@ -40,11 +40,12 @@ class Bridge final : public fleet::ClaimResolver {
   // Times (commit dates, leases) come from the store's clock; writer lease ids from the
   // environment's randomness, fault points from its plan.
   Bridge(store::Store& store, TaskPlane& plane, const Environment& environment,
-         std::string control_token, BridgeOptions options);
+         http::OwnerToken owner, BridgeOptions options);
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
-  // For ServerOptions::admits: the bearer token is the owner's or an issued agent's.
+  // For ServerOptions::admits: the bearer token is the owner's (from where it counts) or an
+  // issued agent's with the client certificate its binding asks for.
   bool admits(const http::Request& request);
   // Whether this process holds the lead of governed commits (store::Leadership); without it
   // POST /v2/governed-commits answers BRIDGE_NOT_LEADER and every other route serves as ever
@@ -79,6 +80,13 @@ class Bridge final : public fleet::ClaimResolver {
   // {201 applied | 200 replay of the same commit key, commit view}.
   std::pair<int, nlohmann::json> governed_commit(const Agent& agent, const nlohmann::json& body);
 
+  // Agent: {task_id, have?} for a task one of its workers holds or could claim -> the history
+  // of the task's base commit as one git pack (application/x-git-packfile), without what the
+  // commits in `have` (at most 64) already reach: how a worker on another host fills its
+  // mirror of the authority repository. GOVERNED_COMMIT_BASE_MISSING,
+  // REPOSITORY_PACK_TOO_LARGE (over 64 MiB).
+  http::Response repository_pack(const Agent& agent, const nlohmann::json& body);
+
  private:
   http::Response route(const http::Request& request);
   static nlohmann::json required_of(const nlohmann::json& capabilities);
@@ -92,7 +100,7 @@ class Bridge final : public fleet::ClaimResolver {
   store::Store& store_;
   TaskPlane& plane_;
   Environment environment_;
-  std::string control_token_;
+  http::OwnerToken owner_;
   BridgeOptions options_;
   std::mutex commit_mutex_;  // one writer of the authority repository at a time
   std::function<bool()> leads_;

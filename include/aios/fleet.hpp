@@ -48,6 +48,10 @@ struct Agent {
   std::string agent_id;
   nlohmann::json granted_capabilities;
   nlohmann::json granted_tenants = nlohmann::json::array();  // empty: every tenant
+  // The client certificate its workers must present (a subjectAltName URI and/or the SHA-256
+  // of the DER); both empty: none recorded.
+  std::string certificate_uri{};
+  std::string certificate_sha256{};
 };
 
 // Why a worker could not take a task now; empty when it could.
@@ -129,12 +133,24 @@ class TaskPlane {
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
 
-  // Owner: {agent_id, granted_capabilities, granted_tenants?} -> the same and the token.
-  // The token is returned only here; the store keeps its SHA-256. No granted_tenants: every
-  // tenant (AGENT_TENANTS_INVALID for a malformed list).
+  // Owner: {agent_id, granted_capabilities, granted_tenants?, client_certificate?} -> the same
+  // and the token. The token is returned only here; the store keeps its SHA-256. No
+  // granted_tenants: every tenant (AGENT_TENANTS_INVALID for a malformed list).
+  // client_certificate {uri?, sha256?}: the certificate the agent's workers must present
+  // (AGENT_CERTIFICATE_BINDING_INVALID).
   nlohmann::json create_agent(const nlohmann::json& body);
+  // Owner: {uri?, sha256?} records the client certificate the agent must present from now on;
+  // {} records none. AGENT_NOT_FOUND, AGENT_CERTIFICATE_BINDING_INVALID.
+  // {agent_id, client_certificate}.
+  nlohmann::json bind_agent_certificate(const std::string& agent_id, const nlohmann::json& body);
   // The agent whose token this is, unless the owner revoked or rotated it.
   std::optional<Agent> authenticate_agent(const std::string& token);
+  // The agent whose token the request carries (nullopt: none, or not a live agent token), held
+  // to the certificate rule: an agent bound to a certificate, or any agent on a listener that
+  // verifies clients, must present a verified client certificate
+  // (TLS_CLIENT_CERTIFICATE_REQUIRED) that is the one recorded for it
+  // (AGENT_CERTIFICATE_MISMATCH; an agent with none recorded matches no certificate).
+  std::optional<Agent> authenticate_agent(const http::Request& request);
   // Owner: the token refused from now on, and every claim a worker of the agent holds released
   // in the same transaction (TASK_RELEASED, reason AGENT_TOKEN_REVOKED; back to the queue, or
   // FAILED with no attempt left), since whoever holds a leaked token may hold its lease tokens

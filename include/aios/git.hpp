@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct git_repository;
@@ -69,6 +70,35 @@ class Repository {
 std::string create_repository(const std::filesystem::path& git_dir,
                               const std::vector<FileChange>& files, const std::string& message,
                               const Signature& author);
+
+// The history of commit `want` in the bare repository `git_dir` as the bytes of one git pack,
+// without what the commits in `haves` reach (those it does not have are passed over): what the
+// Bridge serves a worker on another host. GIT_REPOSITORY_UNAVAILABLE, GOVERNED_COMMIT_BASE_MISSING
+// when `want` is not a commit reachable from a ref, GIT_OPERATION_FAILED.
+std::string pack_history(const std::filesystem::path& git_dir, const std::string& want,
+                         const std::vector<std::string>& haves);
+
+// A worker's read-only copy of the authority repository, filled through the Bridge: a bare
+// repository (made when missing) holding the whole history of each base it fetched, each kept
+// by a ref refs/bases/<oid>, so Repository::checkout and Worktree::create read it as they read
+// the authority. Not thread-safe; one at a time per directory.
+class Mirror {
+ public:
+  explicit Mirror(const std::filesystem::path& git_dir);
+  ~Mirror();
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+
+  bool has_commit(const std::string& oid);
+  // The newest `limit` bases it holds, to name as haves in a fetch.
+  std::vector<std::string> bases(std::size_t limit);
+  // Indexes `pack` (each object checked against its id) and records `want` as a base.
+  // GIT_OPERATION_FAILED when the pack does not index or lacks `want`.
+  void add(std::string_view pack, const std::string& want);
+
+ private:
+  git_repository* repo_ = nullptr;
+};
 
 // One path whose content differs between a commit's tree and a worktree's files.
 struct WorktreeChange {

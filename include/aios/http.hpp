@@ -85,9 +85,14 @@ class TlsServerCredentials {
 
 // What a client trusts and shows over https://. PEM files.
 struct TlsClientFiles {
-  std::filesystem::path ca_bundle;    // the CAs a server must chain to; empty: the system's
-  std::filesystem::path certificate;  // optional: the client certificate (mutual TLS)
-  std::filesystem::path private_key;  // with `certificate`
+  std::filesystem::path ca_bundle{};    // the CAs a server must chain to; empty: the system's
+  std::filesystem::path certificate{};  // optional: the client certificate (mutual TLS)
+  std::filesystem::path private_key{};  // with `certificate`
+  // ca_bundle is the very certificate the server presents, trusted as it is whatever name it
+  // carries: a daemon checking its own listener (its watchdog), which it reaches by address.
+  bool pinned = false;
+
+  bool empty() const { return ca_bundle.empty() && certificate.empty() && private_key.empty(); }
 };
 
 // A client's TLS context: the server's certificate must chain to the CA bundle and name the
@@ -133,7 +138,7 @@ struct Request {
   std::string bearer_token;
   std::string remote_address;  // peer IP address, e.g. "127.0.0.1"
   std::uint16_t remote_port = 0;
-  bool tls = false;  // the connection is TLS
+  bool tls = false;                  // the connection is TLS
   bool tls_session_resumed = false;  // its handshake resumed an earlier session (no full one)
   // The listener asks every client for a certificate (mutual TLS): an agent's request must
   // come with one bound to the agent.
@@ -249,7 +254,7 @@ struct ServerOptions {
   // An IP address, "localhost" for 127.0.0.1, or several separated by commas (one listener
   // each, all on one port: loopback for local callers beside a network address for remote ones).
   std::string host = "127.0.0.1";
-  std::uint16_t port = 0;          // 0 = an ephemeral port; see Server::port()
+  std::uint16_t port = 0;  // 0 = an ephemeral port; see Server::port()
   std::size_t max_body_bytes = 512 * 1024;
   std::size_t max_header_bytes = 16 * 1024;  // request line plus headers
   // Idle keep-alive connections and slow requests are closed after this long without a

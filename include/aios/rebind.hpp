@@ -130,7 +130,8 @@ class ExecutionRebindApi {
   // the route and bearer checks come first, as the seed's do, for any body up to it.
   static constexpr std::size_t kServerBodyLimit = 1024 * 1024;
 
-  ExecutionRebindApi(ExecutionRebindStore& store, std::string control_token);
+  // `owner`: the control token and where it counts (OWNER_NOT_LOOPBACK from elsewhere).
+  ExecutionRebindApi(ExecutionRebindStore& store, http::OwnerToken owner);
 
   // Never throws aios::Error: refusals are answered as {"error": CODE} with their status.
   http::Response handle(const http::Request& request);
@@ -142,7 +143,7 @@ class ExecutionRebindApi {
   http::Response rebind(const http::Request& request, std::string_view task_id);
 
   ExecutionRebindStore& store_;
-  std::string control_token_;
+  http::OwnerToken owner_;
 };
 
 }  // namespace aios

@@ -32,6 +32,11 @@ struct SchedulerOptions {
   // circuit cooldown running out, an announcement another replica lost).
   std::chrono::milliseconds claim_recheck{1000};
   unsigned threads = 4;  // HTTP io threads per listener; the store keeps one connection more
+  // Set: both listeners speak TLS with these credentials (and may take network addresses; with
+  // a client CA, every agent request needs its bound certificate). The main reloads them.
+  std::shared_ptr<http::TlsServerCredentials> tls;
+  // The owner's control token counts from peers that are not loopback too.
+  bool remote_owner = false;
 };
 
 class Scheduler {
@@ -45,7 +50,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Binds both listeners and starts serving and sweeping. Throws aios::Error (HTTP_BIND_*).
+  // Binds both listeners and starts serving and sweeping. Throws aios::Error (HTTP_BIND_FAILED,
+  // HTTP_PLAINTEXT_NOT_LOOPBACK).
   void start();
   // Drains in-flight requests on both listeners and stops sweeping. Idempotent.
   void stop();

@@ -113,10 +113,11 @@ class TaskApi {
   // The longest wait_ms a claim-next may ask for.
   static constexpr std::int64_t kMaxClaimWaitMs = 30000;
 
-  // `control_token` is the owner's bearer token (at least 32 characters). With a resolver (the
-  // Bridge), a claim-next answers with the envelope it resolves, as the Bridge's own route
-  // would; without one the claim carries none. `claim_recheck`: ClaimWaiters' recheck.
-  TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics,
+  // `owner` is the owner's bearer token (at least 32 characters) and where it counts. With a
+  // resolver (the Bridge), a claim-next answers with the envelope it resolves, as the Bridge's
+  // own route would; without one the claim carries none. `claim_recheck`: ClaimWaiters'
+  // recheck.
+  TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metrics,
           fleet::ClaimResolver* resolver = nullptr,
           std::chrono::milliseconds claim_recheck = std::chrono::milliseconds(1000));
   ~TaskApi();
@@ -130,7 +131,8 @@ class TaskApi {
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
-  // For ServerOptions::admits: the bearer token is the owner's or an issued agent's.
+  // For ServerOptions::admits: the bearer token is the owner's (from where it counts) or an
+  // issued agent's with the client certificate its binding asks for.
   bool admits(const http::Request& request);
 
  private:
@@ -139,7 +141,7 @@ class TaskApi {
   http::Response result(const Agent& agent, const std::string& task_id, nlohmann::json body);
 
   TaskPlane& plane_;
-  std::string control_token_;
+  http::OwnerToken owner_;
   TaskApiMetrics& metrics_;
   fleet::ClaimResolver* resolver_;
   ClaimWaiters waiters_;

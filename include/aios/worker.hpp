@@ -43,6 +43,12 @@ struct WorkerConfig {
   std::set<std::string> allowed_adapters = {"deterministic", "source_capture",
                                             "compact_interface_map", "codex"};
   std::filesystem::path authority_git_dir = "/data/aios-gitops/repo.git";
+  // A worker on another host: authority_git_dir is its own mirror, each task's base fetched
+  // into it through the Bridge (POST /v2/repository-pack) before the task reads it.
+  bool repository_from_bridge = false;
+  // https:// URLs: the CA bundle the scheduler must chain to and, for mutual TLS, this worker's
+  // client certificate and key. The main builds the transport from them.
+  http::TlsClientFiles tls;
   std::filesystem::path executor_root = "/var/lib/aios-external-agent-executor";
   std::chrono::seconds executor_timeout{1800};
   // The engineering runtime broker's exchange; its worktree root must be workspace_root.

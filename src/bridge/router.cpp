@@ -16,16 +16,20 @@ http::Response reply(const std::pair<int, nlohmann::json>& result) {
 }  // namespace
 
 Bridge::Bridge(store::Store& store, TaskPlane& plane, const Environment& environment,
-               std::string control_token, BridgeOptions options)
+               http::OwnerToken owner, BridgeOptions options)
     : store_(store),
       plane_(plane),
       environment_(environment),
-      control_token_(std::move(control_token)),
+      owner_(std::move(owner)),
       options_(std::move(options)) {}
 
 bool Bridge::admits(const http::Request& request) {
-  return http::bearer_matches(request, control_token_) ||
-         plane_.authenticate_agent(request.bearer_token).has_value();
+  if (owner_.admits(request)) return true;
+  try {
+    return plane_.authenticate_agent(request).has_value();
+  } catch (const Error&) {
+    return false;  // a certificate refusal: the body is not read either
+  }
 }
 
 http::Response Bridge::handle(const http::Request& request) {
@@ -47,13 +51,14 @@ http::Response Bridge::route(const http::Request& request) {
         {{"status", "ok"}, {"service", "aios-governed-bridge"}, {"leader", !leads_ || leads_()}});
   }
   static const std::set<std::string> kRoutes = {"/v2/plans", "/v2/execution-envelope",
-                                                "/v2/writer-leases", "/v2/governed-commits"};
+                                                "/v2/writer-leases", "/v2/governed-commits",
+                                                "/v2/repository-pack"};
   if (!kRoutes.contains(request.path) || request.method != "POST") fail(ErrorCode::NOT_FOUND);
 
-  const bool owner = http::bearer_matches(request, control_token_);
+  const bool owner = owner_.matches(request);
   std::optional<Agent> agent;
   if (!owner) {
-    agent = plane_.authenticate_agent(request.bearer_token);
+    agent = plane_.authenticate_agent(request);
     if (!agent) fail(ErrorCode::UNAUTHORIZED);
   }
   if (request.path == "/v2/plans") {
@@ -65,6 +70,9 @@ http::Response Bridge::route(const http::Request& request) {
         200, resolve_envelope(http::json_object_body(request), agent ? &*agent : nullptr));
   }
   if (!agent) fail(ErrorCode::FORBIDDEN);
+  if (request.path == "/v2/repository-pack") {
+    return repository_pack(*agent, http::json_object_body(request));
+  }
   if (request.path == "/v2/writer-leases")
     return reply(acquire_writer_lease(*agent, http::json_object_body(request)));
   if (leads_ && !leads_()) fail(ErrorCode::BRIDGE_NOT_LEADER);

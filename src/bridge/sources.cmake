@@ -6,6 +6,8 @@ target_sources(aios_core PRIVATE
   bridge/resolve.cpp
   bridge/router.cpp
   bridge/writer_leases.cpp
+  bridge/repository.cpp
+  git/mirror.cpp
   git/repository.cpp
 )
 target_link_libraries(aios_core PRIVATE PkgConfig::LIBGIT2)

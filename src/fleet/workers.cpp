@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
 #include "aios/envelope.hpp"
+#include "aios/log.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
@@ -83,6 +85,45 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
   };
 }
 
+constexpr std::size_t kMaxCertificateUri = 512;
+
+// {uri?, sha256?} as stored: the URI as given, the fingerprint as lower-case hex without the
+// colons openssl prints between its bytes.
+std::pair<std::string, std::string> certificate_binding_of(const nlohmann::json& value) {
+  if (!value.is_object()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+  envelope::require_known_keys(value, {"uri", "sha256"},
+                               ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+  std::string uri;
+  std::string sha256;
+  if (const auto found = value.find("uri"); found != value.end()) {
+    if (!found->is_string()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+    uri = found->get<std::string>();
+    const bool visible =
+        std::all_of(uri.begin(), uri.end(), [](char c) { return c > 0x20 && c < 0x7F; });
+    if (uri.empty() || uri.size() > kMaxCertificateUri || !visible ||
+        uri.find(':') == std::string::npos) {
+      fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+    }
+  }
+  if (const auto found = value.find("sha256"); found != value.end()) {
+    if (!found->is_string()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+    for (const char c : found->get<std::string>()) {
+      if (c != ':')
+        sha256.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+    if (!is_sha256_hex(sha256)) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+  }
+  return {std::move(uri), std::move(sha256)};
+}
+
+nlohmann::json binding_view(const std::string& uri, const std::string& sha256) {
+  if (uri.empty() && sha256.empty()) return nullptr;
+  nlohmann::json view = nlohmann::json::object();
+  if (!uri.empty()) view["uri"] = uri;
+  if (!sha256.empty()) view["sha256"] = sha256;
+  return view;
+}
+
 }  // namespace
 
 std::string fleet::new_agent_token(Random& random) {
@@ -100,25 +141,43 @@ TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPl
 TaskPlane::~TaskPlane() = default;
 
 nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
-  envelope::require_known_keys(body, {"agent_id", "granted_capabilities", "granted_tenants"},
-                               ErrorCode::REQUEST_FIELDS_INVALID);
+  envelope::require_known_keys(
+      body, {"agent_id", "granted_capabilities", "granted_tenants", "client_certificate"},
+      ErrorCode::REQUEST_FIELDS_INVALID);
   if (!body.contains("granted_capabilities")) fail(ErrorCode::REQUEST_FIELDS_INVALID);
   if (!is_name(envelope::get_or(body, "agent_id", kNull))) fail(ErrorCode::AGENT_ID_INVALID);
   const std::string agent_id = body["agent_id"];
   const auto granted = worker_capability_list(body["granted_capabilities"]);
   const auto tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
                                  ErrorCode::AGENT_TENANTS_INVALID);
+  const auto [uri, sha256] = body.contains("client_certificate")
+                                 ? certificate_binding_of(body["client_certificate"])
+                                 : std::pair<std::string, std::string>();
   const std::string token = fleet::new_agent_token(environment_.random);
   const std::string now = format_iso8601(store_.now());
   store_.write([&](store::Transaction& tx) {
     if (tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);
-    tx.insert_agent(
-        {agent_id, sha256_hex(token), canonical_json(granted), canonical_json(tenants), now});
+    tx.insert_agent({agent_id, sha256_hex(token), canonical_json(granted), canonical_json(tenants),
+                     now, uri, sha256});
   });
   return {{"agent_id", agent_id},
           {"granted_capabilities", granted},
           {"granted_tenants", tenants},
+          {"client_certificate", binding_view(uri, sha256)},
           {"token", token}};
+}
+
+nlohmann::json TaskPlane::bind_agent_certificate(const std::string& agent_id,
+                                                 const nlohmann::json& body) {
+  const auto [uri, sha256] = certificate_binding_of(body);
+  store_.write([&](store::Transaction& tx) {
+    if (!tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_NOT_FOUND);
+    tx.set_agent_certificate(agent_id, uri, sha256);
+  });
+  agents_->clear();  // the binding holds from this request on, not after a cache entry lapses
+  log::info("AGENT_CERTIFICATE_BOUND",
+            {{"agent_id", agent_id}, {"client_certificate", binding_view(uri, sha256)}});
+  return {{"agent_id", agent_id}, {"client_certificate", binding_view(uri, sha256)}};
 }
 
 std::optional<Agent> fleet::AgentCache::find(const std::string& token_sha256) {
@@ -162,10 +221,27 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
     if (record && constant_time_equal(record->token_sha256, hash)) {
       const auto empty = nlohmann::json::array();
       agent = Agent{record->agent_id, fleet::parse_column(record->granted_capabilities_json, empty),
-                    fleet::parse_column(record->granted_tenants_json, empty)};
+                    fleet::parse_column(record->granted_tenants_json, empty),
+                    record->certificate_uri, record->certificate_sha256};
     }
   });
   if (agent) agents_->put(hash, *agent, generation);
+  return agent;
+}
+
+std::optional<Agent> TaskPlane::authenticate_agent(const http::Request& request) {
+  auto agent = authenticate_agent(request.bearer_token);
+  if (!agent) return agent;
+  const auto& uri = agent->certificate_uri;
+  const auto& sha256 = agent->certificate_sha256;
+  const bool bound = !uri.empty() || !sha256.empty();
+  if (!bound && !request.verifies_clients) return agent;
+  if (!request.client_certificate) fail(ErrorCode::TLS_CLIENT_CERTIFICATE_REQUIRED);
+  const auto& shown = *request.client_certificate;
+  const bool uri_holds =
+      uri.empty() || std::find(shown.uris.begin(), shown.uris.end(), uri) != shown.uris.end();
+  const bool sha256_holds = sha256.empty() || constant_time_equal(sha256, shown.sha256);
+  if (!bound || !uri_holds || !sha256_holds) fail(ErrorCode::AGENT_CERTIFICATE_MISMATCH);
   return agent;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "aios/error.hpp"
 
@@ -25,6 +26,7 @@ using DiffHandle = Handle<git_diff, git_diff_free>;
 using IndexHandle = Handle<git_index, git_index_free>;
 using RefHandle = Handle<git_reference, git_reference_free>;
 using SignatureHandle = Handle<git_signature, git_signature_free>;
+using PackHandle = Handle<git_packbuilder, git_packbuilder_free>;
 
 // Throws `code` with libgit2's last error message.
 [[noreturn]] inline void fail_git(ErrorCode code, std::string_view what) {
@@ -50,5 +52,20 @@ inline std::string text_of(const git_oid& oid) {
   git_oid_tostr(buffer, sizeof buffer, &oid);
   return buffer;
 }
+
+// libgit2 keeps per-thread state (the last error) under a key it deletes when its last user
+// shuts it down; a thread that touched git after that would leak it. Repositories are read from
+// worker and io threads over the whole life of a process, so it holds one reference for good.
+inline void keep_libgit2() {
+  static const int initialised = git_libgit2_init();
+  (void)initialised;
+}
+
+// A pack of the history of commit `want` in `repo` without what the commits `haves` reach
+// (those the repository does not have are passed over). `want` must be reachable from a ref
+// of `repo`: GOVERNED_COMMIT_BASE_MISSING otherwise, so no object outside the published
+// history leaves it.
+PackHandle history_pack(git_repository* repo, const git_oid& want,
+                        const std::vector<std::string>& haves);
 
 }  // namespace aios::git

@@ -29,14 +29,6 @@ git_repository* open_at(const std::filesystem::path& directory) {
   return repo.release();
 }
 
-// libgit2 keeps per-thread state (the last error) under a key it deletes when its last user
-// shuts it down; a thread that touched git after that would leak it. Worktrees are read from
-// worker threads over the whole life of the process, so it holds one reference for good.
-void keep_libgit2() {
-  static const int initialised = git_libgit2_init();
-  (void)initialised;
-}
-
 }  // namespace
 
 std::string create_repository(const std::filesystem::path& git_dir,
@@ -76,28 +68,6 @@ std::string create_repository(const std::filesystem::path& git_dir,
   return text_of(commit_id);
 }
 
-namespace {
-
-// The commits every ref of `repo` finally points at (refs that do not peel to one are skipped).
-std::vector<git_oid> ref_tips(git_repository* repo) {
-  std::vector<git_oid> tips;
-  git_reference_iterator* raw_iterator = nullptr;
-  check(git_reference_iterator_new(&raw_iterator, repo), "list refs");
-  const Handle<git_reference_iterator, git_reference_iterator_free> iterator(raw_iterator);
-  git_reference* raw = nullptr;
-  while (git_reference_next(&raw, iterator.get()) == 0) {
-    const RefHandle ref(raw);
-    git_object* peeled = nullptr;
-    if (git_reference_peel(&peeled, ref.get(), GIT_OBJECT_COMMIT) == 0) {
-      tips.push_back(*git_object_id(peeled));
-      git_object_free(peeled);
-    }
-  }
-  return tips;
-}
-
-}  // namespace
-
 // Not git_clone: libgit2 1.5 leaks a regex match (some 20 KiB) on every config lookup that does
 // not match, and a clone and its remote's removal make dozens, per task in a long-lived worker.
 // A pack of exactly the base's history, written into a fresh repository, copies no more and
@@ -109,27 +79,10 @@ void Worktree::create(const std::filesystem::path& authority_git_dir, const std:
   git_repository* raw_authority = nullptr;
   check(git_repository_open_bare(&raw_authority, authority_git_dir.c_str()), "open authority");
   const RepoHandle authority(raw_authority);
-  git_commit* raw_commit = nullptr;
-  const auto tips = ref_tips(authority.get());
-  // libgit2 counts a tip as reachable from itself, so a base at a branch head needs no check
-  // of its own.
-  const bool reachable =
-      git_commit_lookup(&raw_commit, authority.get(), &id) == 0 &&
-      git_graph_reachable_from_any(authority.get(), &id, tips.data(), tips.size()) == 1;
-  git_commit_free(raw_commit);
-  if (!reachable) throw Error(ErrorCode::GOVERNED_COMMIT_BASE_MISSING, oid);
-
+  const auto builder = history_pack(authority.get(), id, {});
   git_repository* raw = nullptr;
   check(git_repository_init(&raw, directory.c_str(), 0), "init worktree");
   const RepoHandle repo(raw);
-  git_packbuilder* raw_builder = nullptr;
-  check(git_packbuilder_new(&raw_builder, authority.get()), "pack builder");
-  const Handle<git_packbuilder, git_packbuilder_free> builder(raw_builder);
-  git_revwalk* raw_walk = nullptr;
-  check(git_revwalk_new(&raw_walk, authority.get()), "revwalk");
-  const Handle<git_revwalk, git_revwalk_free> walk(raw_walk);
-  check(git_revwalk_push(walk.get(), &id), "revwalk push");
-  check(git_packbuilder_insert_walk(builder.get(), walk.get()), "pack history");
   const auto packs = directory / ".git" / "objects" / "pack";
   check(git_packbuilder_write(builder.get(), packs.c_str(), 0, nullptr, nullptr), "write pack");
   check(git_repository_set_head_detached(repo.get(), &id), "detach HEAD");

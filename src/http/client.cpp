@@ -73,8 +73,8 @@ struct SystemTransport::Pool {
         if (now - entry.since < kMaxIdle) return std::move(entry.connection);
       }
     }
-    return std::make_unique<detail::ClientConnection>(std::move(endpoint.host), endpoint.port,
-                                                      true, credentials_for(endpoint, tls));
+    return std::make_unique<detail::ClientConnection>(std::move(endpoint.host), endpoint.port, true,
+                                                      credentials_for(endpoint, tls));
   }
 
   void give_back(const std::string& key, std::unique_ptr<detail::ClientConnection> connection) {

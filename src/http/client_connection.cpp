@@ -30,9 +30,8 @@ constexpr std::chrono::milliseconds kCancelCheck{250};
 // The peer closed a connection it considered idle: nothing of the request was processed.
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == net::error::eof ||
-         ec == ssl::error::stream_truncated ||
-         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
-         ec == net::error::connection_aborted;
+         ec == ssl::error::stream_truncated || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == net::error::connection_aborted;
 }
 
 // RFC 9110 idempotent methods: sending one twice has the effect of sending it once.

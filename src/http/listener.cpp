@@ -94,9 +94,8 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
                     from_peer->second >= options.max_connections_per_peer);
       if (!over_limit) {
         ++state_->per_peer[peer];
-        session = std::make_shared<Session>(
-            std::move(socket), state_, std::move(peer),
-            options.tls ? options.tls->impl().current() : nullptr);
+        session = std::make_shared<Session>(std::move(socket), state_, std::move(peer),
+                                            options.tls ? options.tls->impl().current() : nullptr);
         state_->sessions.insert(session.get());
       }
     }

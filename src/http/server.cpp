@@ -88,8 +88,8 @@ void Server::start() {
   // Every address on the port the first one got (its own ephemeral one when the port is 0).
   auto port = options.port;
   for (const auto& address : addresses) {
-    auto listener = std::make_shared<detail::Listener>(impl_->io, tcp::endpoint(address, port),
-                                                       impl_->state);
+    auto listener =
+        std::make_shared<detail::Listener>(impl_->io, tcp::endpoint(address, port), impl_->state);
     port = listener->port();
     impl_->listeners.push_back(std::move(listener));
   }

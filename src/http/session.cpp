@@ -63,8 +63,8 @@ Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::st
 }
 
 beast::tcp_stream& Session::lowest() {
-  return std::visit([](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); },
-                    stream_);
+  return std::visit(
+      [](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); }, stream_);
 }
 
 template <typename Step>
@@ -118,10 +118,11 @@ void Session::refuse_plaintext() {
   buffer_.consume(buffer_.size());
   lowest().expires_after(state_->options.read_timeout);
   const std::array<net::const_buffer, 2> buffers{net::buffer(head_), net::buffer(body_)};
-  net::async_write(lowest(), buffers, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-    if (ec) return self->close();
-    self->linger();  // on the bare TCP stream: no TLS was ever spoken
-  });
+  net::async_write(lowest(), buffers,
+                   [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                     if (ec) return self->close();
+                     self->linger();  // on the bare TCP stream: no TLS was ever spoken
+                   });
 }
 
 void Session::on_handshake(beast::error_code ec, std::size_t used) {
@@ -313,14 +314,14 @@ void Session::linger() {
   lingered_bytes_ = 0;
   lowest().expires_after(wait);
   lowest().async_read_some(buffer_.prepare(kLingerChunk),
-                        beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+                           beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
 
 void Session::on_linger(beast::error_code ec, std::size_t bytes) {
   lingered_bytes_ += bytes;
   if (ec || lingered_bytes_ > kMaxLingerBytes) return close();
   lowest().async_read_some(buffer_.prepare(kLingerChunk),
-                        beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+                           beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
 
 void Session::close() {

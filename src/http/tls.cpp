@@ -121,7 +121,8 @@ int session_key_index() {
 }
 
 std::uintptr_t flag_of(long verify_error) {
-  return verify_error == X509_V_ERR_CERT_HAS_EXPIRED || verify_error == X509_V_ERR_CERT_NOT_YET_VALID
+  return verify_error == X509_V_ERR_CERT_HAS_EXPIRED ||
+                 verify_error == X509_V_ERR_CERT_NOT_YET_VALID
              ? kExpired
              : kUntrusted;
 }
@@ -130,7 +131,8 @@ std::uintptr_t flag_of(long verify_error) {
 // client as an HTTP answer with its code; what failed is noted for client_identity.
 int note_verify_error(int preverify_ok, X509_STORE_CTX* store) {
   if (preverify_ok == 1) return 1;
-  auto* ssl = static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  auto* ssl =
+      static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
   if (ssl != nullptr) {
     const auto seen = reinterpret_cast<std::uintptr_t>(SSL_get_ex_data(ssl, verify_flags_index()));
     const auto flags = seen | flag_of(X509_STORE_CTX_get_error(store));
@@ -141,8 +143,8 @@ int note_verify_error(int preverify_ok, X509_STORE_CTX* store) {
 
 int remember_session(SSL* ssl, SSL_SESSION* session) {
   const auto* key = static_cast<const std::string*>(SSL_get_ex_data(ssl, session_key_index()));
-  auto* credentials =
-      static_cast<TlsClientCredentials::Impl*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), credentials_index()));
+  auto* credentials = static_cast<TlsClientCredentials::Impl*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), credentials_index()));
   if (key == nullptr || credentials == nullptr) return 0;
   const std::lock_guard lock(credentials->mutex);
   auto& sessions = credentials->sessions;
@@ -246,6 +248,12 @@ TlsClientCredentials::Impl::Impl(const TlsClientFiles& files) : context(ssl::con
   } else {
     trust(context, files.ca_bundle);
   }
+  pinned = files.pinned;
+  if (pinned) {
+    // The pinned certificate is an anchor of its own, not the end of a chain to a root.
+    X509_STORE_set_flags(SSL_CTX_get_cert_store(context.native_handle()),
+                         X509_V_FLAG_PARTIAL_CHAIN);
+  }
   if (!files.certificate.empty() || !files.private_key.empty()) {
     if (files.certificate.empty() || files.private_key.empty()) {
       throw Error(ErrorCode::TLS_CREDENTIALS_INVALID,
@@ -271,6 +279,7 @@ TlsClientCredentials::~TlsClientCredentials() = default;
 void detail::prepare_client(TlsClientCredentials::Impl& credentials, SSL* ssl,
                             const std::string& host, const std::string& session_key) {
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  if (credentials.pinned) return;
   beast::error_code not_an_address;
   net::ip::make_address(host, not_an_address);
   if (!not_an_address) {

@@ -46,6 +46,7 @@ struct TlsClientCredentials::Impl {
   Impl& operator=(const Impl&) = delete;
 
   ssl::context context;
+  bool pinned = false;  // TlsClientFiles::pinned: no name is checked
   // The last session each host:port gave this process, offered again on the next connection
   // to it (an abbreviated handshake instead of a full one).
   std::mutex mutex;

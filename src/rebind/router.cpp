@@ -25,11 +25,11 @@ std::string_view rebind_task_id(std::string_view target) {
 
 }  // namespace
 
-ExecutionRebindApi::ExecutionRebindApi(ExecutionRebindStore& store, std::string control_token)
-    : store_(store), control_token_(std::move(control_token)) {}
+ExecutionRebindApi::ExecutionRebindApi(ExecutionRebindStore& store, http::OwnerToken owner)
+    : store_(store), owner_(std::move(owner)) {}
 
 bool ExecutionRebindApi::admits(const http::Request& request) const {
-  return http::bearer_matches(request, control_token_);
+  return owner_.admits(request);
 }
 
 http::Response ExecutionRebindApi::handle(const http::Request& request) {
@@ -47,7 +47,7 @@ http::Response ExecutionRebindApi::route(const http::Request& request) {
   }
   const auto task_id = request.method == "POST" ? rebind_task_id(request.target) : "";
   if (task_id.empty()) fail(ErrorCode::NOT_FOUND);
-  if (!http::bearer_matches(request, control_token_)) fail(ErrorCode::UNAUTHORIZED);
+  if (!owner_.matches(request)) fail(ErrorCode::UNAUTHORIZED);
   if (request.body.empty() || request.body.size() > kExecutionRebindMaxBodyBytes) {
     fail(ErrorCode::REQUEST_SIZE_INVALID);
   }

@@ -16,11 +16,13 @@ namespace {
 // A plan carries whole files; the envelope's own limit (16 MiB canonical) is the bound.
 constexpr std::size_t kBridgeMaxBodyBytes = 17 * 1024 * 1024;
 
-http::ServerOptions listener(const std::string& host, std::uint16_t port, unsigned threads) {
+http::ServerOptions listener(const std::string& host, std::uint16_t port,
+                             const SchedulerOptions& scheduler) {
   http::ServerOptions options;
   options.host = host;
   options.port = port;
-  options.threads = threads;
+  options.threads = scheduler.threads;
+  options.tls = scheduler.tls;
   options.on_unhandled_exception = [](std::string_view what) {
     log::error("HANDLER_EXCEPTION", {{"what", what}});
   };
@@ -35,8 +37,9 @@ struct Scheduler::Parts {
                                  .connections = static_cast<std::size_t>(options.threads) + 1},
                                 environment.clock)),
         plane(*store, environment, {.lease = options.lease}),
-        bridge(*store, plane, environment, control_token, options.bridge),
-        api(plane, std::move(control_token), metrics, &bridge, options.claim_recheck),
+        bridge(*store, plane, environment, {control_token, options.remote_owner}, options.bridge),
+        api(plane, {std::move(control_token), options.remote_owner}, metrics, &bridge,
+            options.claim_recheck),
         api_server(api_options(options),
                    [this](const http::Request& request) { return api.handle(request); }),
         bridge_server(bridge_options(options),
@@ -49,12 +52,12 @@ struct Scheduler::Parts {
   }
 
   http::ServerOptions api_options(const SchedulerOptions& options) {
-    auto server = listener(options.api_host, options.api_port, options.threads);
+    auto server = listener(options.api_host, options.api_port, options);
     server.admits = [this](const http::Request& request) { return api.admits(request); };
     return server;
   }
   http::ServerOptions bridge_options(const SchedulerOptions& options) {
-    auto server = listener(options.bridge_host, options.bridge_port, options.threads);
+    auto server = listener(options.bridge_host, options.bridge_port, options);
     server.max_body_bytes = kBridgeMaxBodyBytes;
     server.admits = [this](const http::Request& request) { return bridge.admits(request); };
     return server;

@@ -52,10 +52,10 @@ http::Response ok(const nlohmann::json& body) {
 
 }  // namespace
 
-TaskApi::TaskApi(TaskPlane& plane, std::string control_token, TaskApiMetrics& metrics,
+TaskApi::TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metrics,
                  fleet::ClaimResolver* resolver, std::chrono::milliseconds claim_recheck)
     : plane_(plane),
-      control_token_(std::move(control_token)),
+      owner_(std::move(owner)),
       metrics_(metrics),
       resolver_(resolver),
       waiters_(plane, resolver, claim_recheck) {
@@ -75,8 +75,12 @@ void TaskApi::stop_waiting() {
 }
 
 bool TaskApi::admits(const http::Request& request) {
-  return http::bearer_matches(request, control_token_) ||
-         plane_.authenticate_agent(request.bearer_token).has_value();
+  if (owner_.admits(request)) return true;
+  try {
+    return plane_.authenticate_agent(request).has_value();
+  } catch (const Error&) {
+    return false;  // a certificate refusal: the body is not read either
+  }
 }
 
 http::Response TaskApi::handle(const http::Request& request) {
@@ -170,6 +174,10 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   }
   if (n == 1 && parts[0] == "metrics" && method == "GET") {
     route_name = "metrics";
+    // Fleet figures are for the host's own scrapers, or the owner.
+    if (!http::is_loopback_address(request.remote_address) && !owner_.matches(request)) {
+      fail(ErrorCode::FORBIDDEN);
+    }
     http::Response response;
     response.content_type = "text/plain; version=0.0.4";
     response.body = metrics_.render(plane_.status_counts());
@@ -178,10 +186,10 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n < 2 || parts[0] != "v1") fail(ErrorCode::NOT_FOUND);
 
   // Roles: the control token is the owner; any other token must be an issued agent token.
-  const bool owner = http::bearer_matches(request, control_token_);
+  const bool owner = owner_.matches(request);
   std::optional<Agent> agent;
   if (!owner) {
-    agent = plane_.authenticate_agent(request.bearer_token);
+    agent = plane_.authenticate_agent(request);
     if (!agent) fail(ErrorCode::UNAUTHORIZED);
   }
   const auto need_owner = [&] {
@@ -197,6 +205,12 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     route_name = "agents";
     need_owner();
     return http::json_response(201, plane_.create_agent(http::json_object_body(request)));
+  }
+  if (parts[1] == "agents" && n == 4 && method == "POST" && parts[3] == "client-certificate") {
+    route_name = "agent_certificate";
+    need_owner();
+    return ok(
+        plane_.bind_agent_certificate(std::string(parts[2]), http::json_object_body(request)));
   }
   if (parts[1] == "agents" && n == 4 && method == "POST" &&
       (parts[3] == "revoke" || parts[3] == "rotate")) {

@@ -16,6 +16,10 @@ struct WorkerCommandLine::Values {
   std::string checkpoint_db;
   std::string workspace_root;
   std::string authority = config.authority_git_dir.string();
+  const CLI::Option* authority_option = nullptr;
+  std::string tls_ca;
+  std::string tls_certificate;
+  std::string tls_key;
   std::string executor_root = config.executor_root.string();
   int executor_timeout = static_cast<int>(config.executor_timeout.count());
   std::string broker_root = config.broker_root.string();
@@ -65,9 +69,27 @@ WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<V
   app.add_option("--allowed-adapters", v.adapters, "Comma-separated adapters this worker runs")
       ->envname("AIOS_WORKER_ALLOWED_ADAPTERS")
       ->capture_default_str();
-  app.add_option("--authority-git-dir", v.authority, "Authority repository (read only)")
-      ->envname("AIOS_AUTHORITY_GIT_DIR")
-      ->capture_default_str();
+  v.authority_option =
+      app.add_option("--authority-git-dir", v.authority,
+                     "Authority repository (read only); with --repository-from-bridge, the\n"
+                     "worker's own mirror of it (default <state-root>/authority-mirror.git)")
+          ->envname("AIOS_AUTHORITY_GIT_DIR")
+          ->capture_default_str();
+  app.add_flag("--repository-from-bridge", config.repository_from_bridge,
+               "A worker on another host: read the authority repository through the Bridge\n"
+               "(each task's base fetched into a local mirror, read-only), not from disk")
+      ->envname("AIOS_WORKER_REPOSITORY_FROM_BRIDGE");
+  app.add_option("--tls-ca-file", v.tls_ca,
+                 "https:// URLs: the CA bundle (PEM) the scheduler's certificate must chain\n"
+                 "to (default: the system's)")
+      ->envname("AIOS_TLS_CA_FILE");
+  app.add_option("--tls-certificate-file", v.tls_certificate,
+                 "Mutual TLS: this worker's client certificate (PEM), the one recorded for\n"
+                 "its agent (under systemd a credential: LoadCredential= and %d/<name>)")
+      ->envname("AIOS_TLS_CERTIFICATE_FILE");
+  app.add_option("--tls-key-file", v.tls_key,
+                 "Mutual TLS: the client certificate's private key (PEM)")
+      ->envname("AIOS_TLS_KEY_FILE");
   app.add_option("--executor-root", v.executor_root, "External agent executor exchange directory")
       ->envname("AIOS_EXTERNAL_AGENT_EXECUTOR_ROOT")
       ->capture_default_str();
@@ -154,7 +176,10 @@ WorkerConfig WorkerCommandLine::config() const {
                                                  : std::filesystem::path(v.checkpoint_db);
   config.workspace_root = v.workspace_root.empty() ? config.state_root / "workspaces"
                                                    : std::filesystem::path(v.workspace_root);
-  config.authority_git_dir = v.authority;
+  config.authority_git_dir = config.repository_from_bridge && v.authority_option->count() == 0
+                                 ? config.state_root / "authority-mirror.git"
+                                 : std::filesystem::path(v.authority);
+  config.tls = {v.tls_ca, v.tls_certificate, v.tls_key};
   config.executor_root = v.executor_root;
   config.executor_timeout = std::chrono::seconds(v.executor_timeout);
   config.broker_root = v.broker_root;

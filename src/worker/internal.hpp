@@ -54,8 +54,15 @@ class JsonService {
   // call() that must answer 2xx; otherwise throws the peer's code (Error::remote).
   nlohmann::json require(std::string_view method, const std::string& path,
                          const nlohmann::json* body = nullptr, CallWait wait = {}) const;
+  // require() for an answer that is not JSON (a git pack): its body as received.
+  std::string require_bytes(std::string_view method, const std::string& path,
+                            const nlohmann::json& body) const;
 
  private:
+  // One exchange with the replicas, moving on as call() describes.
+  http::ClientResponse exchange(std::string_view method, const std::string& path,
+                                const std::string& body, CallWait wait) const;
+
   http::Transport& transport_;
   std::vector<std::string> base_urls_;
   mutable std::atomic<std::size_t> current_{0};
@@ -161,6 +168,11 @@ class Workspace {
  private:
   std::filesystem::path root_;
 };
+
+// A worker on another host (WorkerConfig::repository_from_bridge): makes sure its mirror holds
+// the envelope's base commit, fetching the history it lacks through the Bridge. Nothing for a
+// worker that reads the authority repository from disk. REPOSITORY_FETCH_FAILED.
+void ensure_base(RunContext& run);
 
 // Each adapter returns the result document to submit, saving its own phases on the way.
 nlohmann::json run_deterministic(RunContext& run);

@@ -30,9 +30,20 @@ JsonService::JsonService(http::Transport& transport, const std::string& base_url
   if (base_urls_.empty()) base_urls_.emplace_back();
 }
 
-std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const std::string& path,
-                                                 const nlohmann::json* body, CallWait wait) const {
-  const std::string text = body != nullptr ? body->dump() : std::string();
+namespace {
+
+// The {"error": CODE} of an answer, or "".
+std::string error_code_of(const std::string& body) {
+  const auto value = parse_json(body);
+  if (value.is_discarded() || !value.is_object()) return {};
+  const auto found = value.find("error");
+  return found != value.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+http::ClientResponse JsonService::exchange(std::string_view method, const std::string& path,
+                                           const std::string& text, CallWait wait) const {
   const auto timeout = timeout_ + wait.extra;
   for (std::size_t tried = 1;; ++tried) {
     std::size_t at = current_.load();
@@ -50,17 +61,34 @@ std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const 
       if (http::nothing_sent(error) && tried < base_urls_.size()) continue;
       throw;
     }
-    auto value = parse_json(response.body);
-    if (value.is_discarded() || !value.is_object()) {
-      throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
-    }
-    if (response.status == 503 && value.value("error", std::string()) == "BRIDGE_NOT_LEADER" &&
-        tried < base_urls_.size()) {
+    if (response.status == 503 && tried < base_urls_.size() &&
+        error_code_of(response.body) == "BRIDGE_NOT_LEADER") {
       current_.compare_exchange_strong(at, at + 1);
       continue;
     }
-    return {response.status, std::move(value)};
+    return response;
   }
+}
+
+std::pair<int, nlohmann::json> JsonService::call(std::string_view method, const std::string& path,
+                                                 const nlohmann::json* body, CallWait wait) const {
+  const auto response =
+      exchange(method, path, body != nullptr ? body->dump() : std::string(), wait);
+  auto value = parse_json(response.body);
+  if (value.is_discarded() || !value.is_object()) {
+    throw Error(ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID, path);
+  }
+  return {response.status, std::move(value)};
+}
+
+std::string JsonService::require_bytes(std::string_view method, const std::string& path,
+                                       const nlohmann::json& body) const {
+  auto response = exchange(method, path, body.dump(), {});
+  if (response.status < 200 || response.status >= 300) {
+    const auto code = error_code_of(response.body);
+    throw Error::remote(code.empty() ? "HTTP_UPSTREAM_RESPONSE_INVALID" : code, response.status);
+  }
+  return std::move(response.body);
 }
 
 nlohmann::json JsonService::require(std::string_view method, const std::string& path,

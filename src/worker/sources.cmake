@@ -8,6 +8,7 @@ target_sources(aios_core PRIVATE
   worker/engineering.cpp
   worker/engineering_checks.cpp
   worker/governed.cpp
+  worker/repository.cpp
   worker/results.cpp
   worker/services.cpp
   worker/source_capture.cpp

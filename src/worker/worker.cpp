@@ -236,6 +236,8 @@ class Worker::Impl {
                            checkpoint, checkpoints_,           heartbeat};
     try {
       const std::string adapter = envelope.at("adapter");
+      // Every kind but an external agent's reads the repository at the base.
+      if (envelope.at("action") != "agent_runtime") worker::ensure_base(run);
       nlohmann::json result;
       if (envelope.at("action") == "engineering") {
         result = worker::run_engineering(run);

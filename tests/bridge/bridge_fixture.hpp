@@ -22,34 +22,40 @@ using taskapi_test::require;
 inline const Json kWriterCapabilities = {"git.read", "git.test", "governed.write.branch",
                                          "governed.write.file"};
 
+// Runs `git <args>` (a test-side shell line) and returns its trimmed output; throws on failure.
+inline std::string git_ok(const std::string& args) {
+  const auto result = test::run_command("git " + args);
+  if (result.exit_code != 0) throw std::runtime_error("git " + args + ": " + result.output);
+  std::string out = result.output;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// Makes `repo` a bare repository whose `main` holds one commit (docs/BASE.md, docs/OLD.md),
+// committed in the scratch clone `work`; returns the commit's id.
+inline std::string seed_authority(const std::string& repo, const std::string& work) {
+  return git_ok("init -q --bare " + repo + " && git init -q -b main " + work + " && mkdir -p " +
+                work + "/docs && printf 'base\\n' > " + work +
+                "/docs/BASE.md && printf 'old\\n' > " + work + "/docs/OLD.md && git -C " + work +
+                " add -A && git -C " + work +
+                " -c user.name=seed -c user.email=seed@example.invalid commit -q -m base && "
+                "git -C " +
+                work + " push -q " + repo + " main && git -C " + work + " rev-parse HEAD");
+}
+
 class BridgeTest : public taskapi_test::SchedulerTest {
  protected:
   void SetUp() override {
     SchedulerTest::SetUp();
     repo_ = scheduler().authority_git_dir().string();
-    const auto& repo = repo_;
-    const auto work = (scheduler().dir() / "seed-work").string();
-    base_ = git_ok("init -q --bare " + repo + " && git init -q -b main " + work + " && mkdir -p " +
-                   work + "/docs && printf 'base\\n' > " + work +
-                   "/docs/BASE.md && printf 'old\\n' > " + work + "/docs/OLD.md && git -C " + work +
-                   " add -A && git -C " + work +
-                   " -c user.name=seed -c user.email=seed@example.invalid commit -q -m base && "
-                   "git -C " +
-                   work + " push -q " + repo + " main && git -C " + work + " rev-parse HEAD");
+    base_ = seed_authority(repo_, (scheduler().dir() / "seed-work").string());
     bridge_.emplace(scheduler().bridge_port(), scheduler().control_token());
     agent_.emplace(client(create_agent("agent-writer", kWriterCapabilities)));
     register_worker(*agent_, "worker-w1", kWriterCapabilities, {"deterministic"}, 4);
     register_worker(*agent_, "worker-w2", kWriterCapabilities, {"deterministic"}, 4);
   }
 
-  // Runs `git <args>` (a test-side shell line) and returns its trimmed output; throws on failure.
-  static std::string git_ok(const std::string& args) {
-    const auto result = test::run_command("git " + args);
-    if (result.exit_code != 0) throw std::runtime_error("git " + args + ": " + result.output);
-    std::string out = result.output;
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-  }
+  static std::string git_ok(const std::string& args) { return bridge_test::git_ok(args); }
 
   std::string repo_git(const std::string& args) const {
     return git_ok("--git-dir=" + repo_ + " " + args);

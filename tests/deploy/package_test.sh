@@ -33,7 +33,7 @@ awk 'substr($1, 6, 1) == "w" || substr($1, 9, 1) == "w" { print "writable: " $0 
 [ -s "$work/bad-mode" ] && fail "$(cat "$work/bad-mode")"
 
 depends=$(dpkg-deb -f "$deb" Depends)
-for needed in systemd libgit2 libsqlite3 libsystemd0 libssl3; do
+for needed in systemd procps libgit2 libsqlite3 libsystemd0 libssl3; do
   [[ "$depends" == *"$needed"* ]] || fail "Depends lacks $needed: $depends"
 done
 # Outputs are read whole before matching: under pipefail, `grep -q` leaving early kills the
@@ -127,7 +127,9 @@ DPKG_ROOT="$root" sh "$work/control/postinst" configure >/dev/null 2>&1 || fail 
 writable=$(find "$root/usr" "$root/etc/aios" -perm /022 ! -type l -print)
 [ -z "$writable" ] || fail "group/world-writable: $writable"
 
-# The units as systemd will load them, with the binaries installed.
+# The units as systemd will load them, with the binaries installed (and /bin/kill of procps, a
+# declared dependency, which the control plane's ExecReload= calls).
+install -D -m 0755 /bin/kill "$root/bin/kill"
 if ! systemd-analyze verify --root="$root" "${units[@]/%/.service}" aios-verification-sandbox.socket \
   >"$work/verify.log" 2>&1; then
   fail "systemd-analyze verify: $(cat "$work/verify.log")"

@@ -1,10 +1,6 @@
 // TLS on the http module's server and client: certificates made at test time, loopback sockets.
 #include <gtest/gtest.h>
-#include <openssl/pem.h>
 
-#include <cstdio>
-
-#include "aios/canonical.hpp"
 #include "http/http_test_support.hpp"
 #include "support/certificates.hpp"
 #include "support/code_of.hpp"
@@ -18,24 +14,11 @@ using testing::echo;
 using testing::RawClient;
 using testing::started;
 
-// The SHA-256 of a PEM certificate's DER, as a server reports it.
-std::string der_sha256(const std::filesystem::path& pem) {
-  FILE* file = std::fopen(pem.c_str(), "r");
-  X509* certificate = PEM_read_X509(file, nullptr, nullptr, nullptr);
-  std::fclose(file);
-  unsigned char* der = nullptr;
-  const int length = i2d_X509(certificate, &der);
-  std::string bytes(reinterpret_cast<const char*>(der), static_cast<std::size_t>(length));
-  OPENSSL_free(der);
-  X509_free(certificate);
-  return sha256_hex(bytes);
-}
-
 // Answers what the server learned of the connection.
 Response identity(const Request& request) {
   nlohmann::json uris = nlohmann::json::array();
-  for (const auto& uri : request.client_certificate ? request.client_certificate->uris
-                                                    : std::vector<std::string>{}) {
+  for (const auto& uri :
+       request.client_certificate ? request.client_certificate->uris : std::vector<std::string>{}) {
     uris.push_back(uri);
   }
   return json_response(
@@ -54,16 +37,16 @@ class TlsTest : public ::testing::Test {
     other_ca_.write_certificate(dir_ / "other-ca.pem");
     server_ = ca_.issue(dir_.path(), "server", {.ips = {"127.0.0.1"}, .server = true});
     client_ = ca_.issue(dir_.path(), "client", {.uris = {"aios:agent:agent-a"}});
-    expired_ = ca_.issue(dir_.path(), "expired",
-                         {.uris = {"aios:agent:agent-a"}, .valid_from_days = -10,
-                          .valid_until_days = -1});
+    expired_ =
+        ca_.issue(dir_.path(), "expired",
+                  {.uris = {"aios:agent:agent-a"}, .valid_from_days = -10, .valid_until_days = -1});
     stranger_ = other_ca_.issue(dir_.path(), "stranger", {.uris = {"aios:agent:agent-a"}});
   }
 
   ServerOptions tls_options(bool verify_clients) {
     ServerOptions options;
-    options.tls = std::make_shared<TlsServerCredentials>(TlsServerFiles{
-        server_.certificate, server_.key, verify_clients ? dir_ / "ca.pem" : ""});
+    options.tls = std::make_shared<TlsServerCredentials>(
+        TlsServerFiles{server_.certificate, server_.key, verify_clients ? dir_ / "ca.pem" : ""});
     return options;
   }
 
@@ -102,8 +85,8 @@ TEST_F(TlsTest, ClientRefusesAServerItCannotVerify) {
   const auto server = started(identity, tls_options(false));
   EXPECT_EQ(test::code_of([&] { get(server->port(), client(nullptr, "other-ca.pem")); }),
             "TLS_HANDSHAKE_FAILED");
-  const auto misnamed = ca_.issue(dir_.path(), "misnamed", {.dns = {"elsewhere.invalid"},
-                                                            .server = true});
+  const auto misnamed =
+      ca_.issue(dir_.path(), "misnamed", {.dns = {"elsewhere.invalid"}, .server = true});
   ServerOptions options;
   options.tls = std::make_shared<TlsServerCredentials>(
       TlsServerFiles{misnamed.certificate, misnamed.key, ""});
@@ -133,7 +116,7 @@ TEST_F(TlsTest, ShowsTheVerifiedClientCertificate) {
   const auto server = started(identity, tls_options(true));
   const auto seen = get(server->port(), client(&client_));
   EXPECT_TRUE(seen["verifies_clients"]);
-  EXPECT_EQ(seen["certificate"], der_sha256(client_.certificate));
+  EXPECT_EQ(seen["certificate"], client_.sha256);
   EXPECT_EQ(seen["uris"], nlohmann::json::array({"aios:agent:agent-a"}));
   const auto anonymous = get(server->port(), client());
   EXPECT_TRUE(anonymous["verifies_clients"]);
@@ -150,9 +133,8 @@ TEST_F(TlsTest, RefusesExpiredAndUntrustedClientCertificates) {
         return identity(request);
       },
       tls_options(true));
-  for (const auto& [shown, code] :
-       {std::pair{&expired_, "TLS_CLIENT_CERTIFICATE_EXPIRED"},
-        std::pair{&stranger_, "TLS_CLIENT_CERTIFICATE_UNTRUSTED"}}) {
+  for (const auto& [shown, code] : {std::pair{&expired_, "TLS_CLIENT_CERTIFICATE_EXPIRED"},
+                                    std::pair{&stranger_, "TLS_CLIENT_CERTIFICATE_UNTRUSTED"}}) {
     SCOPED_TRACE(code);
     Connection connection("127.0.0.1", server->port(), 5s, client(shown));
     const auto response = connection.request("POST", "/x", "", R"({"a":1})");
@@ -170,7 +152,7 @@ TEST_F(TlsTest, ResumesSessionsAndKeepsConnectionsAlive) {
   EXPECT_FALSE(get(server->port(), credentials)["resumed"]);
   const auto again = get(server->port(), credentials);
   EXPECT_TRUE(again["resumed"]);
-  EXPECT_EQ(again["certificate"], der_sha256(client_.certificate));  // kept across resumption
+  EXPECT_EQ(again["certificate"], client_.sha256);  // kept across resumption
 
   SystemTransport transport(credentials);
   const auto address = "https://127.0.0.1:" + std::to_string(server->port()) + "/x";
@@ -233,8 +215,7 @@ TEST_F(TlsTest, RefusesBadCredentialFiles) {
   EXPECT_EQ(test::code_of(server_files(dir_ / "missing.pem", server_.key)),
             "TLS_CREDENTIALS_INVALID");
   test::write_text_file(dir_ / "junk.pem", "junk\n");
-  EXPECT_EQ(test::code_of(server_files(dir_ / "junk.pem", server_.key)),
-            "TLS_CREDENTIALS_INVALID");
+  EXPECT_EQ(test::code_of(server_files(dir_ / "junk.pem", server_.key)), "TLS_CREDENTIALS_INVALID");
   EXPECT_EQ(test::code_of(server_files(server_.certificate, client_.key)),
             "TLS_CREDENTIALS_INVALID");
   std::filesystem::permissions(server_.key, std::filesystem::perms::others_read,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "aios/http.hpp"
+#include "support/code_of.hpp"
 
 namespace aios::http {
 namespace {
@@ -84,11 +85,26 @@ TEST(HttpUrl, ParsesHttpUrlsAndRefusesTheRest) {
     EXPECT_EQ(endpoint.https, c.url.starts_with("https") || c.url.starts_with("HTTPS"));
     EXPECT_EQ(endpoint.target, c.target);
   }
-  for (const std::string url :
-       {"", "httpx://127.0.0.1/", "ftp://h/", "https:/h/", "http:/h/", "http://", "http:///x", "http://h:/",
-        "http://h:0/", "http://h:65536/", "http://h:12x/", "http://user@h/", "http://h/#frag",
-        "http://h/a b", "http://[::1/", "http://[]/", "http://[::1]x/", "http://h^/",
-        "127.0.0.1:18940", "http://h/\xC3\xA9"}) {
+  for (const std::string url : {"",
+                                "httpx://127.0.0.1/",
+                                "ftp://h/",
+                                "https:/h/",
+                                "http:/h/",
+                                "http://",
+                                "http:///x",
+                                "http://h:/",
+                                "http://h:0/",
+                                "http://h:65536/",
+                                "http://h:12x/",
+                                "http://user@h/",
+                                "http://h/#frag",
+                                "http://h/a b",
+                                "http://[::1/",
+                                "http://[]/",
+                                "http://[::1]x/",
+                                "http://h^/",
+                                "127.0.0.1:18940",
+                                "http://h/\xC3\xA9"}) {
     SCOPED_TRACE(url);
     try {
       parse_http_url(url);
@@ -141,6 +157,37 @@ TEST(HttpBearer, MatchesOnlyTheExactNonEmptyToken) {
   request.bearer_token.clear();
   EXPECT_FALSE(bearer_matches(request, ""));
   EXPECT_FALSE(bearer_matches(request, "secret-token"));
+}
+
+// Given peer addresses, we should call only 127/8, ::1 and IPv4-mapped 127/8 loopback.
+TEST(HttpOwner, LoopbackAddresses) {
+  for (const char* address : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(is_loopback_address(address)) << address;
+  }
+  for (const char* address :
+       {"", "192.0.2.1", "::ffff:192.0.2.1", "0.0.0.0", "::", "localhost", "127.0.0.1.evil"}) {
+    EXPECT_FALSE(is_loopback_address(address)) << address;
+  }
+}
+
+// Given the owner's token, we should honour it from loopback, refuse it elsewhere with
+// OWNER_NOT_LOOPBACK unless remote owners are allowed, and never take another token for it.
+TEST(HttpOwner, TheOwnersTokenCountsFromLoopbackUnlessAllowed) {
+  Request request;
+  request.bearer_token = "owner-token-0123456789abcdef0123";
+  request.remote_address = "127.0.0.1";
+  const OwnerToken local("owner-token-0123456789abcdef0123");
+  const OwnerToken remote("owner-token-0123456789abcdef0123", true);
+  EXPECT_TRUE(local.matches(request));
+  EXPECT_TRUE(local.admits(request));
+  request.remote_address = "192.0.2.7";
+  EXPECT_EQ(test::code_of([&] { local.matches(request); }), "OWNER_NOT_LOOPBACK");
+  EXPECT_FALSE(local.admits(request));
+  EXPECT_TRUE(remote.matches(request));
+  EXPECT_TRUE(remote.admits(request));
+  request.bearer_token = "someone-else";
+  EXPECT_FALSE(local.matches(request));  // not the owner: the agent rules decide
+  EXPECT_FALSE(remote.admits(request));
 }
 
 // Given request headers, we should look names up case-insensitively, first one wins.

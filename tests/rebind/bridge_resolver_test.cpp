@@ -160,7 +160,7 @@ TEST(BridgeResolver, UnreachableBridgeIsAnUpstreamFailure) {
 
 TEST(BridgeResolver, BadUrlIsRefusedWhenBuilt) {
   // Given a URL the client cannot use, we should refuse at start-up, not at the first rebind.
-  for (const char* url : {"https://127.0.0.1:18892", "127.0.0.1:18892", "http://host:99999"}) {
+  for (const char* url : {"ftp://127.0.0.1:18892", "127.0.0.1:18892", "http://host:99999"}) {
     SCOPED_TRACE(url);
     EXPECT_EQ(code_of([&] { make_bridge_execution_resolver(url, kToken, resolver_transport); }),
               "HTTP_URL_INVALID");

@@ -68,7 +68,7 @@ TEST_F(RebindStartup, ShortTokenRefusesToStart) {
 }
 
 TEST_F(RebindStartup, UnusableBridgeUrlRefusesToStart) {
-  config_.bridge_url = "https://127.0.0.1:18892";
+  config_.bridge_url = "ftp://127.0.0.1:18892";
   expect_refusal("HTTP_URL_INVALID");
 }
 

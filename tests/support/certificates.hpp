@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "aios/canonical.hpp"
+
 namespace aios::test {
 
 // What to put in an issued certificate.
@@ -26,15 +28,17 @@ struct CertificateSpec {
   std::vector<std::string> dns{};   // subjectAltName DNS names
   std::vector<std::string> ips{};   // subjectAltName IP addresses
   std::vector<std::string> uris{};  // subjectAltName URIs, e.g. "aios:agent:agent-a"
-  bool server = false;            // serverAuth; otherwise clientAuth
-  long valid_from_days = -1;      // relative to now
+  bool server = false;              // serverAuth; otherwise clientAuth
+  long valid_from_days = -1;        // relative to now
   long valid_until_days = 30;
 };
 
-// PEM files of one issued certificate: the certificate (leaf) and its private key (0600).
+// PEM files of one issued certificate: the certificate (leaf) and its private key (0600), and
+// the SHA-256 of its DER (lower-case hex), as a server reports it and an agent is bound by.
 struct IssuedCertificate {
-  std::filesystem::path certificate;
-  std::filesystem::path key;
+  std::filesystem::path certificate{};
+  std::filesystem::path key{};
+  std::string sha256{};
 };
 
 class CertificateAuthority {
@@ -75,13 +79,18 @@ class CertificateAuthority {
     add("URI", spec.uris);
     if (!names.empty()) extend(leaf.get(), NID_subject_alt_name, names, certificate_.get());
     if (X509_sign(leaf.get(), key_.get(), EVP_sha256()) == 0) fail("sign " + name);
-    IssuedCertificate issued{dir / (name + ".pem"), dir / (name + ".key")};
+    unsigned char* der = nullptr;
+    const int length = i2d_X509(leaf.get(), &der);
+    const std::string sha256 = sha256_hex(
+        std::string_view(reinterpret_cast<const char*>(der), static_cast<std::size_t>(length)));
+    OPENSSL_free(der);
+    IssuedCertificate issued{dir / (name + ".pem"), dir / (name + ".key"), sha256};
     write_pem(issued.certificate, [&](FILE* file) { return PEM_write_X509(file, leaf.get()); });
     write_pem(issued.key, [&](FILE* file) {
       return PEM_write_PrivateKey(file, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
     });
-    std::filesystem::permissions(issued.key, std::filesystem::perms::owner_read |
-                                                 std::filesystem::perms::owner_write);
+    std::filesystem::permissions(
+        issued.key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     return issued;
   }
 
@@ -122,8 +131,7 @@ class CertificateAuthority {
                                0);
   }
 
-  static void extend(X509* certificate, int nid, const std::string& value,
-                     X509* issuer = nullptr) {
+  static void extend(X509* certificate, int nid, const std::string& value, X509* issuer = nullptr) {
     X509V3_CTX context;
     X509V3_set_ctx_nodb(&context);
     X509V3_set_ctx(&context, issuer != nullptr ? issuer : certificate, certificate, nullptr,

@@ -37,6 +37,7 @@ class ClaimWaitTest : public PlaneTest {
     request.method = "POST";
     request.path = request.target = path;
     request.bearer_token = token;
+    request.remote_address = "127.0.0.1";  // the owner's token counts from loopback only
     request.body = body.dump();
     return request;
   }

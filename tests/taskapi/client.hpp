@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -69,11 +70,13 @@ inline Json require(const Reply& reply, int status, std::string_view what) {
 inline constexpr std::size_t kDeepestReply = 1000;
 
 // A keep-alive connection to the Task API on 127.0.0.1:port carrying one bearer token (empty:
-// none). One per thread.
+// none), over TLS with `tls`. One per thread.
 class ApiClient {
  public:
-  ApiClient(std::uint16_t port, std::string token)
-      : token_(std::move(token)), connection_("127.0.0.1", port, std::chrono::seconds(30)) {}
+  ApiClient(std::uint16_t port, std::string token,
+            std::shared_ptr<http::TlsClientCredentials> tls = nullptr)
+      : token_(std::move(token)),
+        connection_("127.0.0.1", port, std::chrono::seconds(30), std::move(tls)) {}
 
   Reply send(std::string_view method, std::string_view target, std::string_view body) {
     const auto response = connection_.request(method, target, token_, body);
@@ -199,11 +202,13 @@ class SchedulerTest : public ::testing::Test {
  protected:
   // Overridden by suites that need a short lease or another sweep interval.
   virtual test::SchedulerConfig config() const { return {}; }
+  // The credentials of the test's clients when the scheduler speaks TLS (none: plaintext).
+  virtual std::shared_ptr<http::TlsClientCredentials> client_tls() const { return nullptr; }
 
   void SetUp() override {
     scheduler_.emplace(config());
     scheduler_->start();
-    owner_.emplace(scheduler_->port(), scheduler_->control_token());
+    owner_.emplace(scheduler_->port(), scheduler_->control_token(), client_tls());
   }
 
   // Every test ends with a graceful stop, so a sanitizer report or a leak in the daemon (which
@@ -226,10 +231,14 @@ class SchedulerTest : public ::testing::Test {
   test::SchedulerDaemon& scheduler() { return *scheduler_; }
   ApiClient& owner() { return *owner_; }
   std::uint16_t port() const { return scheduler_->port(); }
-  ApiClient client(const std::string& token) const { return {scheduler_->port(), token}; }
+  ApiClient client(const std::string& token) const {
+    return {scheduler_->port(), token, client_tls()};
+  }
 
   // After a restart the port changes: a new owner connection.
-  void reconnect() { owner_.emplace(scheduler_->port(), scheduler_->control_token()); }
+  void reconnect() {
+    owner_.emplace(scheduler_->port(), scheduler_->control_token(), client_tls());
+  }
 
   // Creates an agent; returns its token.
   std::string create_agent(const std::string& agent_id, const Json& granted) {
