@@ -273,6 +273,13 @@ void Session::send(Response response) {
   write_head(response, keep_alive_, parser_->version() == 10, head_);
   body_ = std::move(response.body);
   const bool omit_body = is_bodiless(response.status) || request_.method == "HEAD";
+  if (tls_up_ && !omit_body) {
+    // With Beast 1.74's TLS stream a write of head and body as two buffers completed after the
+    // head when the answer was over 16 KiB (its flat_stream writes the head alone), and the
+    // body never left; one buffer goes out whole.
+    head_.append(body_);
+    body_.clear();
+  }
   const std::array<net::const_buffer, 2> buffers{
       net::buffer(head_), omit_body ? net::const_buffer{} : net::buffer(body_)};
   lowest().expires_after(state_->options.read_timeout);

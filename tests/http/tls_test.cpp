@@ -206,6 +206,23 @@ TEST_F(TlsTest, StalledHandshakesAreBoundedAndCounted) {
   EXPECT_LT(std::chrono::steady_clock::now() - started_at, 3s);
 }
 
+// Given a request and an answer larger than a TLS record, we should carry each whole.
+TEST_F(TlsTest, CarriesMessagesLargerThanARecordWhole) {
+  const auto server = started(
+      [](const Request& request) {
+        Response response;
+        response.body = std::string(200000, 'x') + std::to_string(request.body.size());
+        response.content_type = "text/plain";
+        return response;
+      },
+      tls_options(false));
+  Connection connection("127.0.0.1", server->port(), 5s, client());
+  const std::string large(300000, 'y');
+  EXPECT_EQ(connection.request("POST", "/x", "", large).body,
+            std::string(200000, 'x') + "300000");
+  EXPECT_EQ(connection.request("GET", "/x", "", "").body.size(), 200001u);  // kept alive
+}
+
 // Given credential files that are missing, not PEM, a key readable by every user or a key of
 // another certificate, we should refuse them with TLS_CREDENTIALS_INVALID.
 TEST_F(TlsTest, RefusesBadCredentialFiles) {
