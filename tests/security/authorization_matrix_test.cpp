@@ -225,6 +225,13 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
            return Call{"/v1/agents/" + id + "/rotate", Json::object()};
          },
          owner_only},
+        {"POST /v1/agents/{id}/client-certificate", Port::kTaskApi, "POST",
+         [this](const std::string& id) {
+           create_agent(id, {"git.read"});
+           return Call{"/v1/agents/" + id + "/client-certificate",
+                       {{"uri", "aios:agent:" + id}}};
+         },
+         owner_only},
         {"POST /v1/workers/register", Port::kTaskApi, "POST",
          [](const std::string& id) {
            return Call{"/v1/workers/register",
@@ -378,6 +385,13 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
            return Call{"/v2/governed-commits", body};
          },
          claimant("LEASE_INVALID")},
+        // The history of the base of a task A holds: B neither holds nor could claim it.
+        {"POST /v2/repository-pack", Port::kBridge, "POST",
+         [this](const std::string& id) {
+           deterministic_claimed_by_a(id);
+           return Call{"/v2/repository-pack", {{"task_id", id}}};
+         },
+         claimant("TASK_NOT_FOUND")},
         {"GET /health (rebind)", Port::kRebind, "GET",
          [](const std::string&) {
            return Call{"/health", {}};
@@ -423,7 +437,7 @@ TEST_F(AuthorizationMatrixTest, OnlyTheDocumentedRoleSucceedsAndRefusalsWriteNot
       EXPECT_EQ(footprint(), before) << "a refused call wrote to the database";
     }
   }
-  EXPECT_EQ(cells, 29 * 5);
+  EXPECT_EQ(cells, 31 * 5);
 }
 
 TEST_F(AuthorizationMatrixTest, AnAgentNeverSeesAnotherAgentsClaimInListsOrPolls) {

@@ -51,6 +51,28 @@ TEST_F(WorkerCommandLineTest, DerivedPathsFollowTheStateRootAndListsAreTrimmed) 
   EXPECT_EQ(config.heartbeat_interval, std::chrono::milliseconds(250));
 }
 
+TEST_F(WorkerCommandLineTest, ARemoteWorkerMirrorsTheRepositoryUnderItsState) {
+  // Given --repository-from-bridge, the authority repository should be the worker's own mirror
+  // under its state root unless named, and the TLS files should be taken as given.
+  const auto state = dir_.path() / "state";
+  const auto remote = config_of("--agent-token-file " + token_file_.string() + " --state-root " +
+                                state.string() +
+                                " --repository-from-bridge --tls-ca-file /etc/aios/tls/ca.pem"
+                                " --tls-certificate-file /run/c/w.pem --tls-key-file /run/c/w.key");
+  EXPECT_TRUE(remote.repository_from_bridge);
+  EXPECT_EQ(remote.authority_git_dir, state / "authority-mirror.git");
+  EXPECT_EQ(remote.tls.ca_bundle, "/etc/aios/tls/ca.pem");
+  EXPECT_EQ(remote.tls.certificate, "/run/c/w.pem");
+  EXPECT_EQ(remote.tls.private_key, "/run/c/w.key");
+  const auto named = config_of("--agent-token-file " + token_file_.string() +
+                               " --repository-from-bridge --authority-git-dir /srv/mirror.git");
+  EXPECT_EQ(named.authority_git_dir, "/srv/mirror.git");
+  const auto local = config_of("--agent-token-file " + token_file_.string());
+  EXPECT_FALSE(local.repository_from_bridge);
+  EXPECT_EQ(local.authority_git_dir, "/data/aios-gitops/repo.git");
+  EXPECT_TRUE(local.tls.empty());
+}
+
 TEST_F(WorkerCommandLineTest, ExplicitPathsWinOverTheStateRoot) {
   const auto config = config_of("--agent-token-file " + token_file_.string() +
                                 " --checkpoint-db /var/tmp/c.sqlite3 --workspace-root /var/tmp/w");
