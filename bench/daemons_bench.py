@@ -83,13 +83,15 @@ class Suite:
                 proc.kill()
 
 
-def call(port, token, method, path, body):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+def call(port, token, method, path, body, context=None):
+    """One JSON request to 127.0.0.1:port; over TLS with an ssl `context`."""
+    scheme = "https" if context else "http"
+    request = urllib.request.Request(f"{scheme}://127.0.0.1:{port}{path}", method=method,
                                      data=None if body is None else json.dumps(body).encode())
     request.add_header("Authorization", "Bearer " + token)
     request.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=30, context=context) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         raise RuntimeError(f"{method} {path}: {error.code} {error.read()[:300]!r}") from None
