@@ -15,18 +15,9 @@
 #include "aios/http.hpp"
 #include "http/beast.hpp"
 
-// Same GCC 12 false positives as beast.hpp, in asio's and Beast's TLS streams.
-#pragma GCC diagnostic push
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/ssl.hpp>
-#pragma GCC diagnostic pop
-
 namespace aios::http {
 
-namespace ssl = boost::asio::ssl;
+namespace ssl = detail::ssl;
 
 struct TlsServerCredentials::Impl {
   mutable std::mutex mutex;

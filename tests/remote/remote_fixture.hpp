@@ -4,6 +4,8 @@
 // certificates, an expired one and one from another CA) and a fresh scheduler per test whose
 // listeners speak TLS only and ask for client certificates.
 
+#include <signal.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +74,22 @@ class TlsSchedulerTest : public taskapi_test::SchedulerTest {
     return std::make_shared<http::TlsClientCredentials>(
         http::TlsClientFiles{pki_.dir / "ca.pem", shown != nullptr ? shown->certificate : "",
                              shown != nullptr ? shown->key : ""});
+  }
+
+  // Replaces the server's certificate and key files with a new pair `issuer` signs, reloads
+  // them with SIGHUP and waits for the scheduler to say so; returns the new pair.
+  test::IssuedCertificate renew_server_certificate(const test::CertificateAuthority& issuer) {
+    const auto renewed = issuer.issue(pki_.dir, "renewed", server_spec());
+    std::filesystem::copy_file(renewed.certificate, pki_.server.certificate,
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(renewed.key, pki_.server.key,
+                               std::filesystem::copy_options::overwrite_existing);
+    ::kill(scheduler().process().pid(), SIGHUP);
+    if (!scheduler().process().wait_for_event("TLS_CREDENTIALS_RELOADED",
+                                              std::chrono::seconds(10))) {
+      throw std::runtime_error("no reload\n" + scheduler().process().log());
+    }
+    return renewed;
   }
 
   const Pki& pki() const { return pki_; }

@@ -367,14 +367,7 @@ TEST_F(RemoteWorkerTest, RunsEveryKindOfTaskAcrossTheNetwork) {
   ASSERT_TRUE(worker_->find_event("REPOSITORY_BASE_FETCHED").has_value()) << worker_->log();
 
   // The server's certificate is renewed while the worker keeps its connections.
-  const auto renewed = ca().issue(pki().dir, "renewed", server_spec());
-  std::filesystem::copy_file(renewed.certificate, pki().server.certificate,
-                             std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(renewed.key, pki().server.key,
-                             std::filesystem::copy_options::overwrite_existing);
-  ::kill(scheduler().process().pid(), SIGHUP);
-  ASSERT_TRUE(
-      scheduler().process().wait_for_event("TLS_CREDENTIALS_RELOADED", std::chrono::seconds(10)));
+  const auto renewed = renew_server_certificate(ca());
   auto pinned = std::make_shared<http::TlsClientCredentials>(
       http::TlsClientFiles{renewed.certificate, "", "", true});
   http::Connection fresh("127.0.0.1", port(), std::chrono::seconds(5), pinned);

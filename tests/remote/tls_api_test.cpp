@@ -122,15 +122,7 @@ TEST_F(TlsApiTest, ReloadsTheServerCertificateOnSighup) {
   ASSERT_EQ(kept.get("/v1/fleet").status, 200);
   const test::CertificateAuthority next("next CA");
   next.write_certificate(pki().dir / "next-ca.pem");
-  const auto renewed = next.issue(pki().dir, "renewed", server_spec());
-  std::filesystem::copy_file(renewed.certificate, pki().server.certificate,
-                             std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(renewed.key, pki().server.key,
-                             std::filesystem::copy_options::overwrite_existing);
-  ::kill(scheduler().process().pid(), SIGHUP);
-  ASSERT_TRUE(
-      scheduler().process().wait_for_event("TLS_CREDENTIALS_RELOADED", std::chrono::seconds(10)))
-      << scheduler().process().log();
+  renew_server_certificate(next);
   EXPECT_EQ(kept.get("/v1/fleet").status, 200);  // the open connection keeps its session
   auto trusts_next =
       std::make_shared<http::TlsClientCredentials>(http::TlsClientFiles{pki().dir / "next-ca.pem"});
