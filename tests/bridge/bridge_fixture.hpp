@@ -43,6 +43,21 @@ inline std::string seed_authority(const std::string& repo, const std::string& wo
                 work + " push -q " + repo + " main && git -C " + work + " rev-parse HEAD");
 }
 
+// A governed binding of `task_id` from commit `base` to `branch`.
+inline Json binding_from(const std::string& base, const std::string& task_id,
+                         const std::string& branch, const std::string& mode = "CREATE_NEW",
+                         const std::string& expected = "") {
+  return {{"task_id", task_id},
+          {"job_id", "job-" + task_id},
+          {"repository", "aios/aios"},
+          {"base_oid", base},
+          {"expected_branch_oid", expected.empty() ? base : expected},
+          {"target_branch", branch},
+          {"branch_mode", mode},
+          {"generation", 1},
+          {"idempotency_key", task_id + "-binding-v1"}};
+}
+
 class BridgeTest : public taskapi_test::SchedulerTest {
  protected:
   void SetUp() override {
@@ -70,15 +85,7 @@ class BridgeTest : public taskapi_test::SchedulerTest {
 
   Json binding(const std::string& task_id, const std::string& branch,
                const std::string& mode = "CREATE_NEW", const std::string& expected = "") const {
-    return {{"task_id", task_id},
-            {"job_id", "job-" + task_id},
-            {"repository", "aios/aios"},
-            {"base_oid", base_},
-            {"expected_branch_oid", expected.empty() ? base_ : expected},
-            {"target_branch", branch},
-            {"branch_mode", mode},
-            {"generation", 1},
-            {"idempotency_key", task_id + "-binding-v1"}};
+    return binding_from(base_, task_id, branch, mode, expected);
   }
 
   static Json write_file(const std::string& path, const std::string& content) {

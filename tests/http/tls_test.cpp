@@ -218,8 +218,7 @@ TEST_F(TlsTest, CarriesMessagesLargerThanARecordWhole) {
       tls_options(false));
   Connection connection("127.0.0.1", server->port(), 5s, client());
   const std::string large(300000, 'y');
-  EXPECT_EQ(connection.request("POST", "/x", "", large).body,
-            std::string(200000, 'x') + "300000");
+  EXPECT_EQ(connection.request("POST", "/x", "", large).body, std::string(200000, 'x') + "300000");
   EXPECT_EQ(connection.request("GET", "/x", "", "").body.size(), 200001u);  // kept alive
 }
 

@@ -272,23 +272,11 @@ class RemoteWorkerTest : public TlsSchedulerTest {
     worker_->start();
   }
 
-  Json binding(const std::string& task_id) const {
-    return {{"task_id", task_id},
-            {"job_id", "job-" + task_id},
-            {"repository", "aios/aios"},
-            {"base_oid", base_},
-            {"expected_branch_oid", base_},
-            {"target_branch", "agent/" + task_id},
-            {"branch_mode", "CREATE_NEW"},
-            {"generation", 1},
-            {"idempotency_key", task_id + "-v1"}};
-  }
-
   // Creates the task, passes its verification once the worker's result is in, and waits for
   // SUCCEEDED.
   void run_to_success(Json task) {
     const std::string task_id = task.at("task_id");
-    task["binding"] = binding(task_id);
+    task["binding"] = bridge_test::binding_from(base_, task_id, "agent/" + task_id);
     require(owner().post("/v1/tasks", task), 201, "create " + task_id);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
     for (;;) {

@@ -228,8 +228,7 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
         {"POST /v1/agents/{id}/client-certificate", Port::kTaskApi, "POST",
          [this](const std::string& id) {
            create_agent(id, {"git.read"});
-           return Call{"/v1/agents/" + id + "/client-certificate",
-                       {{"uri", "aios:agent:" + id}}};
+           return Call{"/v1/agents/" + id + "/client-certificate", {{"uri", "aios:agent:" + id}}};
          },
          owner_only},
         {"POST /v1/workers/register", Port::kTaskApi, "POST",

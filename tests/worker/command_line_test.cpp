@@ -55,10 +55,10 @@ TEST_F(WorkerCommandLineTest, ARemoteWorkerMirrorsTheRepositoryUnderItsState) {
   // Given --repository-from-bridge, the authority repository should be the worker's own mirror
   // under its state root unless named, and the TLS files should be taken as given.
   const auto state = dir_.path() / "state";
-  const auto remote = config_of("--agent-token-file " + token_file_.string() + " --state-root " +
-                                state.string() +
-                                " --repository-from-bridge --tls-ca-file /etc/aios/tls/ca.pem"
-                                " --tls-certificate-file /run/c/w.pem --tls-key-file /run/c/w.key");
+  const auto remote =
+      config_of("--agent-token-file " + token_file_.string() + " --state-root " + state.string() +
+                " --repository-from-bridge --tls-ca-file /etc/aios/tls/ca.pem"
+                " --tls-certificate-file /run/c/w.pem --tls-key-file /run/c/w.key");
   EXPECT_TRUE(remote.repository_from_bridge);
   EXPECT_EQ(remote.authority_git_dir, state / "authority-mirror.git");
   EXPECT_EQ(remote.tls.ca_bundle, "/etc/aios/tls/ca.pem");
