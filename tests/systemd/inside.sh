@@ -133,6 +133,20 @@ all_active() {
 check "every unit is active" all_active
 no_failed() { [ -z "$(systemctl list-units --failed --no-legend 'aios-*')" ]; }
 check "no unit failed" no_failed
+reloaded() {
+  local pid
+  pid=$(systemctl show -p MainPID --value aios-agent-task-api)
+  systemctl reload aios-agent-task-api || return 1
+  for _ in $(seq 50); do
+    journalctl -u aios-agent-task-api --no-pager -o cat | grep -q RELOAD_IGNORED && break
+    sleep 0.1
+  done
+  journalctl -u aios-agent-task-api --no-pager -o cat | grep -q RELOAD_IGNORED &&
+    [ "$(systemctl show -p MainPID --value aios-agent-task-api)" = "$pid" ] &&
+    [ "$(systemctl is-active aios-agent-task-api)" = active ]
+}
+check "systemctl reload aios-agent-task-api: SIGHUP rereads TLS files (none here), same process" \
+  reloaded
 
 # --- the main job through the installed units ----------------------------------------------------
 binding() {
