@@ -24,6 +24,11 @@ install(FILES ${AIOS_BACKEND_EXAMPLES}
   DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/aios-online-agent-runtime/examples")
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" ${AIOS_DOCS}
   DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/aios-online-agent-runtime")
+# aiosctl's manual page and bash completion.
+install(FILES "${PROJECT_SOURCE_DIR}/deploy/man/aiosctl.1"
+  DESTINATION "${CMAKE_INSTALL_MANDIR}/man1")
+install(FILES "${PROJECT_SOURCE_DIR}/deploy/bash-completion/aiosctl"
+  DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions")
 
 # The package: dpkg-shlibdeps computes the library dependencies; systemd provides sysusers and
 # tmpfiles for the postinst. Files under /etc are conffiles, so local edits survive upgrades.

@@ -372,6 +372,20 @@ def run(args, state, suite, store):
               f"{view['metadata']['execution']['action']:<14} {summary(view)}")
     print(f"\nbranches in {authority}:")
     print(git("--git-dir", str(authority), "branch", "--list", "agent/*", "-v"))
+    # The operator's view of the same run, through aiosctl (the Task API, as the owner).
+    ctl = [str(BUILD.parent / "tools" / "aiosctl"), "--api", api.base, "--bridge", bridge.base,
+           "--rebind", f"http://127.0.0.1:{rebind_ready['port']}", "--token-file",
+           str(state / "control.token")]
+    print("\n$ aiosctl tasks")
+    print(subprocess.run([*ctl, "tasks"], capture_output=True, text=True).stdout, end="")
+    print(f"\ninspect it with aiosctl{'' if args.keep else ' (with --keep the suite keeps running)'}:")
+    print(f"  alias aiosctl={ctl[0]}")
+    print(f"  export AIOS_AGENT_TASK_API_URL={api.base} AIOS_GOVERNED_WRITE_API_URL={bridge.base} "
+          f"AIOS_TASK_EXECUTION_REBIND_URL=http://127.0.0.1:{rebind_ready['port']} "
+          f"AIOS_AGENT_TASK_CONTROL_TOKEN_FILE={state / 'control.token'}")
+    for command in ("tasks", "task show qs-deterministic", "task events qs-rebind",
+                    "task why qs-hermes", "workers", "events", "status", "watch"):
+        print(f"  aiosctl {command}")
     if args.keep:
         print(f"\nthe suite keeps running: Task API {api.base}, Bridge {bridge.base}; "
               f"owner token in {state / 'control.token'}")

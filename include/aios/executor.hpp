@@ -83,6 +83,9 @@ struct RuntimeProfile {
   std::vector<process::Destination> network;
   std::vector<std::filesystem::path> read_only_paths;
   process::Limits limits;
+  // The CLI version the profile was validated against (optional): `aiosctl doctor` checks the
+  // installed executable's --version answer names it, as the seed asks before activation.
+  std::string validated_version{};
 };
 
 // Loads and validates <profile_root>/<runtime>.json by the seed's rules: schema, runtime, an

@@ -171,11 +171,24 @@ class TaskPlane {
   std::pair<int, nlohmann::json> create_task(const nlohmann::json& body);
   // Owner (reader == nullptr) or the agent whose worker holds the claim.
   nlohmann::json task_view(const std::string& task_id, const Agent* reader);
-  nlohmann::json list_tasks(const std::string& status, std::size_t limit, std::int64_t after);
+  // Owner: tasks of `status` and `tenant` (either empty: any) in queue order after seq `after`.
+  // TASK_TENANT_INVALID for a tenant that is not a name.
+  nlohmann::json list_tasks(const std::string& status, const std::string& tenant, std::size_t limit,
+                            std::int64_t after);
   // The task's events after event id `after`, oldest first, at most `limit`; `next_after` is the
   // last id returned (or `after`), for the next page.
   nlohmann::json task_events(const std::string& task_id, const Agent* reader, std::size_t limit,
                              std::int64_t after);
+  // Owner: every task's events after event id `after`, oldest first, at most `limit`, each with
+  // its task id; `next_after` as above.
+  nlohmann::json events_feed(std::size_t limit, std::int64_t after);
+  // Owner: {older_than_seconds} (at least 3600): the events and stored result submissions of
+  // terminal tasks last updated longer ago than that, deleted in batches; nothing of a live
+  // task. PRUNE_AGE_INVALID. {pruned_tasks, before}.
+  nlohmann::json prune(const nlohmann::json& body);
+  // Owner: the store as an operator checks it: backend, schema version, its own consistency
+  // check, task counts by status and the number of workers.
+  nlohmann::json store_status();
 
   // Agent: {worker_id, limit} -> {"tasks": [...]} ranked, eligible, reserving nothing.
   nlohmann::json poll(const Agent& agent, const nlohmann::json& body);

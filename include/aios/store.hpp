@@ -24,6 +24,9 @@
 
 namespace aios::store {
 
+// The schema version both backends migrate to (each asserts its last migration is this one).
+inline constexpr int kSchemaVersion = 7;
+
 // One row of `tasks`, typed. Optional text columns are empty strings when NULL.
 struct TaskRow {
   std::string task_id;
@@ -158,6 +161,7 @@ struct EventRecord {
   std::string agent_id;
   std::string payload_json;
   std::string created_at;
+  std::string task_id{};  // filled by events_after, which reads every task's
 };
 
 // A claimed task's lease, for the sweeper.
@@ -276,9 +280,10 @@ class Transaction {
   // there first.
   virtual bool update_task(const TaskRow& row, std::int64_t expected_revision,
                            std::int64_t expected_lease_generation) = 0;
-  // Tasks in `status` (any status when empty), in queue order (seq), at most `limit`, after
-  // `after_seq`.
-  virtual std::vector<TaskRow> tasks_with_status(const std::string& status, std::int64_t after_seq,
+  // Tasks in `status` (any status when empty) of `tenant` (a tenant's own and its projects'
+  // tasks; any when empty), in queue order (seq), at most `limit`, after `after_seq`.
+  virtual std::vector<TaskRow> tasks_with_status(const std::string& status,
+                                                 const std::string& tenant, std::int64_t after_seq,
                                                  std::size_t limit) = 0;
   // Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority
   // first, then the scope served least: dispatch_count / scope_weight, then queue order),
@@ -298,6 +303,19 @@ class Transaction {
   // The task's events after event id `after`, oldest first, at most `limit`.
   virtual std::vector<EventRecord> task_events(const std::string& task_id, std::int64_t after,
                                                std::size_t limit) = 0;
+  // Every task's events after event id `after`, oldest first, at most `limit` (the fleet-wide
+  // feed), each with its task id.
+  virtual std::vector<EventRecord> events_after(std::int64_t after, std::size_t limit) = 0;
+  // The newest event's id (0: none yet).
+  virtual std::int64_t last_event_id() = 0;
+  // Retention: the events and stored result submissions of at most `limit` terminal tasks
+  // (SUCCEEDED, FAILED, CANCELLED) last updated before `before` (ISO 8601, as the rows store
+  // it) that still have events, deleted; their ids. The task rows stay (their final state,
+  // result and verification, and the idempotency of their creation).
+  virtual std::vector<std::string> prune_terminal_tasks(const std::string& before,
+                                                        std::size_t limit) = 0;
+  // "ok", or what the backend's own consistency check found (SQLite's quick_check).
+  virtual std::string integrity() = 0;
   // True when a BRIDGE_ENVELOPE_RESOLVED event with exactly this identity exists.
   virtual bool resolution_recorded(const Resolution& resolution) = 0;
 

@@ -331,6 +331,15 @@ RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profi
   }
 
   load_profile_limits(value, profile);
+  if (const auto found = value.find("validated_version"); found != value.end()) {
+    const auto version = found->is_string() ? found->get<std::string>() : std::string();
+    const bool visible =
+        std::all_of(version.begin(), version.end(), [](char c) { return c > 0x20 && c < 0x7F; });
+    if (version.empty() || version.size() > 64 || !visible) {
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_INVALID);
+    }
+    profile.validated_version = version;
+  }
   return profile;
 }
 

@@ -2,6 +2,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
+#include "aios/log.hpp"
 #include "fleet/internal.hpp"
 
 namespace aios {
@@ -111,12 +112,15 @@ nlohmann::json TaskPlane::task_view(const std::string& task_id, const Agent* rea
   return view;
 }
 
-nlohmann::json TaskPlane::list_tasks(const std::string& status, std::size_t limit,
-                                     std::int64_t after) {
+nlohmann::json TaskPlane::list_tasks(const std::string& status, const std::string& tenant,
+                                     std::size_t limit, std::int64_t after) {
+  if (!tenant.empty() && !envelope::is_identifier(tenant, "._:-", 0, 127)) {
+    fail(ErrorCode::TASK_TENANT_INVALID);
+  }
   nlohmann::json tasks = nlohmann::json::array();
   std::int64_t last = after;
   store_.read([&](store::Transaction& tx) {
-    for (const auto& row : tx.tasks_with_status(status, after, limit)) {
+    for (const auto& row : tx.tasks_with_status(status, tenant, after, limit)) {
       tasks.push_back(fleet::view_of(row));
       last = row.seq;
     }
@@ -142,6 +146,61 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
     }
   });
   return {{"task_id", task_id}, {"events", events}, {"next_after", last}};
+}
+
+nlohmann::json TaskPlane::events_feed(std::size_t limit, std::int64_t after) {
+  nlohmann::json events = nlohmann::json::array();
+  std::int64_t last = after;
+  store_.read([&](store::Transaction& tx) {
+    for (const auto& event : tx.events_after(after, limit)) {
+      last = event.event_id;
+      events.push_back(
+          {{"event_id", event.event_id},
+           {"task_id", event.task_id},
+           {"event_type", event.event_type},
+           {"agent_id", event.agent_id},
+           {"payload", fleet::parse_column(event.payload_json, nlohmann::json::object())},
+           {"created_at", event.created_at}});
+    }
+  });
+  return {{"events", events}, {"next_after", last}};
+}
+
+nlohmann::json TaskPlane::prune(const nlohmann::json& body) {
+  // Terminal tasks pruned per transaction: a large backlog goes in bounded steps, each durable.
+  static constexpr std::size_t kBatch = 500;
+  envelope::require_known_keys(body, {"older_than_seconds"}, ErrorCode::REQUEST_FIELDS_INVALID);
+  static const nlohmann::json kMissing;
+  const auto age = envelope::require_int(envelope::get_or(body, "older_than_seconds", kMissing),
+                                         3600, 100LL * 365 * 86400, ErrorCode::PRUNE_AGE_INVALID);
+  const std::string before = format_iso8601(store_.now() - std::chrono::seconds(age));
+  std::size_t pruned = 0;
+  for (;;) {
+    std::size_t batch = 0;
+    store_.write(
+        [&](store::Transaction& tx) { batch = tx.prune_terminal_tasks(before, kBatch).size(); });
+    pruned += batch;
+    if (batch < kBatch) break;
+  }
+  log::info("TASKS_PRUNED", {{"pruned_tasks", pruned}, {"before", before}});
+  return {{"pruned_tasks", pruned}, {"before", before}};
+}
+
+nlohmann::json TaskPlane::store_status() {
+  nlohmann::json tasks = nlohmann::json::object();
+  std::string integrity;
+  std::size_t workers = 0;
+  std::int64_t last_event = 0;
+  const double now = to_epoch_seconds(store_.now());
+  store_.read([&](store::Transaction& tx) {
+    for (const auto& [status, count] : tx.status_counts()) tasks[status] = count;
+    integrity = tx.integrity();
+    workers = tx.load_workers(now).size();
+    last_event = tx.last_event_id();
+  });
+  return {{"backend", store_.backend()}, {"schema_version", store_.schema_version()},
+          {"integrity", integrity},      {"tasks", tasks},
+          {"workers", workers},          {"last_event_id", last_event}};
 }
 
 std::vector<std::pair<std::string, std::int64_t>> TaskPlane::status_counts() {

@@ -7,6 +7,7 @@
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
 #include "aios/taskapi.hpp"
+#include "aios/version.hpp"
 
 namespace aios {
 namespace {
@@ -238,6 +239,27 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     }
     fail(ErrorCode::NOT_FOUND);
   }
+  if (n == 2 && parts[1] == "events" && method == "GET") {
+    route_name = "events";
+    need_owner();
+    return ok(
+        plane_.events_feed(static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
+                           query_int(request, "after", 0, 0, INT64_MAX)));
+  }
+  if (n == 2 && parts[1] == "status" && method == "GET") {
+    route_name = "status";
+    need_owner();
+    auto status = plane_.store_status();
+    status["service"] = "aios-task-scheduler";
+    status["version"] = kVersion;
+    status["leader"] = metrics_.leader();
+    return ok(status);
+  }
+  if (n == 2 && parts[1] == "prune" && method == "POST") {
+    route_name = "prune";
+    need_owner();
+    return ok(plane_.prune(http::json_object_body(request)));
+  }
   if (parts[1] != "tasks") fail(ErrorCode::NOT_FOUND);
   if (n == 2 && method == "POST") {
     route_name = "tasks_create";
@@ -248,8 +270,11 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 2 && method == "GET") {
     route_name = "tasks_list";
     need_owner();
-    const auto status_it = request.query.find("status");
-    return ok(plane_.list_tasks(status_it == request.query.end() ? "" : status_it->second,
+    const auto text = [&](const char* name) {
+      const auto found = request.query.find(name);
+      return found == request.query.end() ? std::string() : found->second;
+    };
+    return ok(plane_.list_tasks(text("status"), text("tenant"),
                                 static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
                                 query_int(request, "after", 0, 0, INT64_MAX)));
   }

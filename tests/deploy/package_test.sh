@@ -60,9 +60,15 @@ grep -q '^Status: install ok installed' <<<"$status" \
   || fail "dpkg does not report the package installed"
 
 for binary in aios-task-scheduler aios-agent-task-execution-rebind aios-external-agent-executor \
-  aios-online-agent-worker aios-envelope aios-store; do
+  aios-online-agent-worker aios-envelope aios-store aiosctl; do
   [ -x "$root/usr/bin/$binary" ] || fail "missing /usr/bin/$binary"
 done
+[ -f "$root/usr/share/man/man1/aiosctl.1" ] || fail "missing aiosctl's manual page"
+[ -f "$root/usr/share/bash-completion/completions/aiosctl" ] || fail "missing aiosctl's completion"
+man_page=$(cat "$root/usr/share/man/man1/aiosctl.1")
+[[ "$man_page" == .TH\ AIOSCTL* && "$man_page" == *".SH EXIT STATUS"* ]] \
+  || fail "aiosctl's manual page is not one"
+bash -n "$root/usr/share/bash-completion/completions/aiosctl" || fail "aiosctl's completion is not bash"
 version=$("$root/usr/bin/aios-task-scheduler" --version)
 grep -q '^aios-task-scheduler ' <<<"$version" \
   || fail "the installed scheduler does not run"

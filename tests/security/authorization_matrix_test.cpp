@@ -336,6 +336,22 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
            return Call{"/v1/tasks/" + id + "/eligibility", {}};
          },
          owner_only},
+        {"GET /v1/events", Port::kTaskApi, "GET",
+         [](const std::string&) {
+           return Call{"/v1/events?after=0", {}};
+         },
+         owner_only},
+        {"GET /v1/status", Port::kTaskApi, "GET",
+         [](const std::string&) {
+           return Call{"/v1/status", {}};
+         },
+         owner_only},
+        // Nothing here is old enough to prune: the owner's call writes nothing either.
+        {"POST /v1/prune", Port::kTaskApi, "POST",
+         [](const std::string&) {
+           return Call{"/v1/prune", {{"older_than_seconds", 86400}}};
+         },
+         owner_only},
         {"GET /v1/fleet", Port::kTaskApi, "GET",
          [](const std::string&) {
            return Call{"/v1/fleet", {}};
@@ -436,7 +452,7 @@ TEST_F(AuthorizationMatrixTest, OnlyTheDocumentedRoleSucceedsAndRefusalsWriteNot
       EXPECT_EQ(footprint(), before) << "a refused call wrote to the database";
     }
   }
-  EXPECT_EQ(cells, 31 * 5);
+  EXPECT_EQ(cells, 34 * 5);
 }
 
 TEST_F(AuthorizationMatrixTest, AnAgentNeverSeesAnotherAgentsClaimInListsOrPolls) {

@@ -196,6 +196,82 @@ TEST_P(StoreConformance, AnAgentKeepsItsCertificateBinding) {
   EXPECT_FALSE(found.has_value());
 }
 
+// Given tasks of a tenant, of its project, of another tenant and global ones, a listing by
+// tenant should hold the tenant's own and its project's only, in queue order.
+TEST_P(StoreConformance, AListingByTenantHoldsItsOwnAndItsProjectsTasks) {
+  const std::vector<std::pair<std::string, std::string>> tasks = {
+      {"t-acme", "tenant:acme"},
+      {"t-acme-web", "project:acme/web"},
+      {"t-acmex", "tenant:acmex"},
+      {"t-beta", "tenant:beta"},
+      {"t-global", "global"}};
+  for (const auto& [id, scope] : tasks) {
+    auto row = queued_task(id);
+    row.scope_key = scope;
+    insert(row);
+  }
+  std::vector<std::string> listed;
+  store_->read([&](store::Transaction& tx) {
+    for (const auto& row : tx.tasks_with_status("QUEUED", "acme", 0, 10)) {
+      listed.push_back(row.task_id);
+    }
+  });
+  EXPECT_EQ(listed, (std::vector<std::string>{"t-acme", "t-acme-web"}));
+  std::size_t all = 0;
+  store_->read([&](store::Transaction& tx) { all = tx.tasks_with_status("", "", 0, 10).size(); });
+  EXPECT_EQ(all, tasks.size());
+}
+
+// Given events of several tasks, the feed should give them all in id order with their task,
+// from after a given id; pruning should delete only ended tasks' events and results, and the
+// integrity check should answer ok.
+TEST_P(StoreConformance, TheEventFeedAndPruningKeepTheirBounds) {
+  auto ended = queued_task("t-ended");
+  ended.status = "SUCCEEDED";
+  ended.updated_at = "2026-11-01T00:00:00.000000+00:00";
+  auto recent = queued_task("t-recent");
+  recent.status = "FAILED";
+  recent.updated_at = "2026-12-04T00:00:00.000000+00:00";
+  auto live = queued_task("t-live");
+  live.updated_at = "2026-11-01T00:00:00.000000+00:00";
+  store_->write([&](store::Transaction& tx) {
+    for (const auto* row : {&ended, &recent, &live}) {
+      tx.insert_task(*row);
+      tx.append_event(row->task_id, "TASK_CREATED", "owner", {{"n", 1}}, row->created_at);
+    }
+    tx.append_event("t-ended", "TASK_SUCCEEDED", "owner", {{"n", 2}}, ended.updated_at);
+  });
+  std::vector<store::EventRecord> feed;
+  std::int64_t last = 0;
+  store_->read([&](store::Transaction& tx) {
+    feed = tx.events_after(0, 100);
+    last = tx.last_event_id();
+  });
+  ASSERT_EQ(feed.size(), 4u);
+  EXPECT_EQ(feed.front().task_id, "t-ended");
+  EXPECT_EQ(feed.back().event_type, "TASK_SUCCEEDED");
+  EXPECT_EQ(last, feed.back().event_id);
+  store_->read([&](store::Transaction& tx) {
+    EXPECT_EQ(tx.events_after(feed[1].event_id, 1).front().event_id, feed[2].event_id);
+    EXPECT_EQ(tx.integrity(), "ok");
+  });
+  std::vector<std::string> pruned;
+  store_->write([&](store::Transaction& tx) {
+    pruned = tx.prune_terminal_tasks("2026-12-01T00:00:00.000000+00:00", 10);
+  });
+  EXPECT_EQ(pruned, std::vector<std::string>{"t-ended"});
+  store_->read([&](store::Transaction& tx) {
+    EXPECT_TRUE(tx.task_events("t-ended", 0, 10).empty());
+    EXPECT_EQ(tx.task_events("t-recent", 0, 10).size(), 1u);
+    EXPECT_EQ(tx.task_events("t-live", 0, 10).size(), 1u);
+    EXPECT_TRUE(tx.load_task("t-ended").has_value());  // the task itself stays
+  });
+  store_->write([&](store::Transaction& tx) {
+    pruned = tx.prune_terminal_tasks("2026-12-01T00:00:00.000000+00:00", 10);
+  });
+  EXPECT_TRUE(pruned.empty());  // nothing left to prune twice
+}
+
 TEST_P(StoreConformance, ATaskIdIsInsertedOnce) {
   // Given a task id that exists, we should refuse a second insert and keep the first row.
   insert(queued_task("task-a"));

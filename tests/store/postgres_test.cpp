@@ -17,9 +17,6 @@ namespace {
 
 using test::code_of;
 
-// Both backends migrate to the same version (7: agents bound to client certificates).
-constexpr int kSchemaVersion = 7;
-
 std::string open_code(const std::string& url) {
   const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
   return code_of([&] { (void)store::open_store({.url = url}, clock); });
@@ -30,10 +27,10 @@ TEST(OpenStore, APathAndAnAbsoluteSqliteUrlOpenSqlite) {
   test::ScopedTempDir dir("aios-open-store");
   const ManualClock clock(TimePoint(std::chrono::seconds(1900000000)));
   EXPECT_EQ(store::open_store({.url = (dir / "a.sqlite3").string()}, clock)->schema_version(),
-            kSchemaVersion);
+            store::kSchemaVersion);
   EXPECT_EQ(store::open_store({.url = "sqlite://" + (dir / "b.sqlite3").string()}, clock)
                 ->schema_version(),
-            kSchemaVersion);
+            store::kSchemaVersion);
   EXPECT_TRUE(std::filesystem::exists(dir / "b.sqlite3"));
 }
 
@@ -80,7 +77,7 @@ TEST_F(PostgresStore, LeaseTimeIsTheDatabaseServersClock) {
   const auto opened = store::open_store({.url = database_->url()}, clock_);
   const auto gap = opened->now() - std::chrono::system_clock::now();
   EXPECT_LT(std::chrono::abs(gap), std::chrono::seconds(1));
-  EXPECT_EQ(opened->schema_version(), kSchemaVersion);
+  EXPECT_EQ(opened->schema_version(), store::kSchemaVersion);
 }
 
 TEST_F(PostgresStore, ABodyThatSwallowsAFailedStatementCommitsNothing) {

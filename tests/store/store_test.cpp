@@ -340,10 +340,10 @@ TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
   ASSERT_EQ(plane.create_task(task_body(spec)).first, 201);
 
   std::vector<std::string> listed;
-  const Json all = plane.list_tasks("", 10, 0);
+  const Json all = plane.list_tasks("", "", 10, 0);
   for (const auto& task : all["tasks"]) listed.push_back(task["task_id"]);
   std::vector<std::string> queued;
-  const Json queued_only = plane.list_tasks("QUEUED", 10, 0);
+  const Json queued_only = plane.list_tasks("QUEUED", "", 10, 0);
   for (const auto& task : queued_only["tasks"]) {
     queued.push_back(task["task_id"]);
   }

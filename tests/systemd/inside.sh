@@ -76,7 +76,7 @@ for runtime in hermes openclaw; do
     credential_env: {OPENAI_API_KEY: {credential: "aios-external-agent-oneapi-env",
                                       format: "dotenv", key: "ONEAPI_REGULAR_TOKEN"}},
     input_mode: "stdin_json", output_mode: "stdout_json", timeout_seconds: 60,
-    max_output_bytes: 65536}' >/etc/aios/external-agent-runtime.d/$runtime.json
+    max_output_bytes: 65536, validated_version: "1.0.0"}' >/etc/aios/external-agent-runtime.d/$runtime.json
 done
 seed=/var/tmp/seed
 install -d -o aios-agent-task -g aios-agent-task $seed
@@ -147,6 +147,25 @@ reloaded() {
 }
 check "systemctl reload aios-agent-task-api: SIGHUP rereads TLS files (none here), same process" \
   reloaded
+# aiosctl doctor on the installed host: nothing to fix; then a stopped unit is named with its fix.
+doctor_clean() {
+  local found
+  found=$(aiosctl doctor 2>&1) || { echo "$found"; return 1; }
+  grep -q "agent CLI hermes *ok *answers fake-agent 1.0.0" <<<"$found" &&
+    grep -q "^units *ok" <<<"$found" && ! grep -q FAIL <<<"$found" || { echo "$found"; return 1; }
+}
+check "aiosctl doctor: services, token, store, units, credentials, disk, profiles, CLIs all ok" \
+  doctor_clean
+doctor_finds() {
+  local found code
+  systemctl stop aios-agent-task-execution-rebind
+  found=$(aiosctl doctor 2>&1)
+  code=$?
+  systemctl start aios-agent-task-execution-rebind
+  [ "$code" -eq 8 ] && grep -q "service: rebind service *FAIL .*systemctl status aios-agent-task-execution-rebind" <<<"$found" ||
+    { echo "exit $code"; echo "$found"; return 1; }
+}
+check "aiosctl doctor: the stopped rebind service is a FAIL with its fix, exit 8" doctor_finds
 
 # --- the main job through the installed units ----------------------------------------------------
 binding() {

@@ -2,7 +2,7 @@
 // capacity, claims, fleet dispatches (the slots), scope counts, task quarantines and results.
 #include "aios/error.hpp"
 #include "store/postgres/transaction.hpp"
-#include "store/worker_select.hpp"
+#include "store/queries.hpp"
 
 namespace aios::store {
 namespace pg {

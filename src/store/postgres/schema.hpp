@@ -8,6 +8,8 @@
 #include <array>
 #include <string_view>
 
+#include "aios/store.hpp"
+
 namespace aios::store::pg {
 
 struct Migration {
@@ -212,5 +214,6 @@ ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT COLLATE "C" NOT NULL DEFAU
 // Each migration is one or more texts run in order, in one transaction with its version row.
 inline constexpr std::array<Migration, 2> kMigrations = {
     {{6, {kSchema6, kCreateRebindReceipts}}, {7, {kAgentCertificates7}}}};
+static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

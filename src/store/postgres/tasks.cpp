@@ -5,6 +5,7 @@
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
 #include "store/postgres/transaction.hpp"
+#include "store/queries.hpp"
 
 namespace aios::store {
 namespace pg {
@@ -59,7 +60,18 @@ std::vector<TaskRow> task_rows(const Rows& rows) {
 // page at a time rather than all at once.
 constexpr std::int64_t kGroupPage = 16;
 
+// The rows of a SELECT of event_id, event_type, agent_id, payload_json, created_at, task_id.
+std::vector<EventRecord> event_rows(const Rows& rows) {
+  std::vector<EventRecord> events;
+  for (int at = 0; at < rows.size(); ++at) {
+    events.push_back({rows.integer(at, 0), rows.text(at, 1), rows.text(at, 2), rows.text(at, 3),
+                      rows.text(at, 4), rows.text(at, 5)});
+  }
+  return events;
+}
+
 }  // namespace
+
 }  // namespace pg
 
 std::optional<TaskRow> PgTransaction::load_task(const std::string& task_id) {
@@ -157,11 +169,39 @@ void PgTransaction::append_event(const std::string& task_id, const std::string& 
 }
 
 std::vector<TaskRow> PgTransaction::tasks_with_status(const std::string& status,
+                                                      const std::string& tenant,
                                                       std::int64_t after_seq, std::size_t limit) {
-  return pg::task_rows(db_.run(
-      std::string("SELECT ") + pg::kTaskColumns +
-          " FROM tasks WHERE ($1='' OR status=$1) AND seq>$2 ORDER BY seq LIMIT $3",
-      pg::Params().text(status).integer(after_seq).integer(static_cast<std::int64_t>(limit))));
+  return pg::task_rows(db_.run(std::string("SELECT ") + pg::kTaskColumns + kTasksWhere,
+                               pg::Params().text(status).text(tenant).integer(after_seq).integer(
+                                   static_cast<std::int64_t>(limit))));
+}
+
+std::vector<EventRecord> PgTransaction::events_after(std::int64_t after, std::size_t limit) {
+  return pg::event_rows(
+      db_.run(kEventsAfter, pg::Params().integer(after).integer(static_cast<std::int64_t>(limit))));
+}
+
+std::vector<std::string> PgTransaction::prune_terminal_tasks(const std::string& before,
+                                                             std::size_t limit) {
+  const auto rows =
+      db_.run(kPrunableTasks, pg::Params().text(before).integer(static_cast<std::int64_t>(limit)));
+  std::vector<std::string> pruned;
+  for (int at = 0; at < rows.size(); ++at) pruned.push_back(rows.text(at, 0));
+  for (const auto& task_id : pruned) {
+    for (const char* sql : {kPruneEvents, kPruneResults}) db_.run(sql, pg::Params().text(task_id));
+  }
+  return pruned;
+}
+
+std::int64_t PgTransaction::last_event_id() {
+  return db_.run(kLastEventId, pg::Params()).integer(0, 0);
+}
+
+std::string PgTransaction::integrity() {
+  // PostgreSQL checks its own pages (data checksums, its logs); a catalogue read that answers
+  // is what a client can see of it.
+  db_.exec("SELECT count(*) FROM pg_catalog.pg_class");
+  return "ok";
 }
 
 // The fleet order merged from its groups, as on SQLite: the groups are found by a loose index
@@ -279,15 +319,10 @@ std::vector<std::pair<std::string, std::int64_t>> PgTransaction::status_counts()
 std::vector<EventRecord> PgTransaction::task_events(const std::string& task_id, std::int64_t after,
                                                     std::size_t limit) {
   const auto rows = db_.run(
-      "SELECT event_id, event_type, agent_id, payload_json, created_at FROM task_events "
+      "SELECT event_id, event_type, agent_id, payload_json, created_at, task_id FROM task_events "
       "WHERE task_id=$1 AND event_id>$2 ORDER BY event_id LIMIT $3",
       pg::Params().text(task_id).integer(after).integer(static_cast<std::int64_t>(limit)));
-  std::vector<EventRecord> events;
-  for (int at = 0; at < rows.size(); ++at) {
-    events.push_back({rows.integer(at, 0), rows.text(at, 1), rows.text(at, 2), rows.text(at, 3),
-                      rows.text(at, 4)});
-  }
-  return events;
+  return pg::event_rows(rows);
 }
 
 bool PgTransaction::resolution_recorded(const Resolution& resolution) {

@@ -104,10 +104,11 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
                   const std::string& agent_id, const nlohmann::json& payload,
                   const std::string& created_at);
 
-// Tasks in `status` (any status when empty), in queue order (seq), at most `limit`, after
+// Tasks in `status` of `tenant` (any when empty), in queue order (seq), at most `limit`, after
 // `after_seq`.
 std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
-                                       std::int64_t after_seq, std::size_t limit);
+                                       const std::string& tenant, std::int64_t after_seq,
+                                       std::size_t limit);
 
 // Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority first,
 // then the scope served least: dispatch_count / scope_weight, then queue order), until it

@@ -3,9 +3,9 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "aios/error.hpp"
+#include "store/queries.hpp"
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/transaction.hpp"
-#include "store/worker_select.hpp"
 
 namespace aios::store {
 namespace {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "aios/store.hpp"
+
 namespace aios::store {
 
 // The seed's receipts of applied rebinds. Migration 1 creates the table; the rebind service
@@ -169,7 +171,7 @@ CREATE TABLE IF NOT EXISTS fleet_task_quarantine(
 
 // The seed's tables keep their names and columns (tasks, task_events, claims, fleet_*,
 // task_execution_rebinds) so its fixtures and an existing deployment's database still work.
-inline constexpr std::array<Migration, 7> kMigrations = {{
+inline constexpr std::array<Migration, kSchemaVersion> kMigrations = {{
     {1, std::string_view(kMigration1.data(), kMigration1.size() - 1)},
     // A heartbeat finds its dispatch by claim id (until migration 6), and a poll the tasks that
     // failed in its worker's domain, without scanning the dispatch history. The governed Bridge:
@@ -260,5 +262,7 @@ ALTER TABLE agents ADD COLUMN certificate_uri TEXT NOT NULL DEFAULT '';
 ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT NOT NULL DEFAULT '';
 )sql"},
 }};
+
+static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store

@@ -2,11 +2,30 @@
 // body never loses a serialisation conflict and runs exactly once.
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "store/queries.hpp"
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/schema.sql.hpp"
 #include "store/sqlite/transaction.hpp"
 
 namespace aios::store {
+
+namespace {
+
+// The rows of a SELECT of event_id, event_type, agent_id, payload_json, created_at, task_id.
+std::vector<EventRecord> event_rows(SQLite::Statement& query) {
+  const auto text = [](const SQLite::Column& column) {
+    return column.isNull() ? std::string() : column.getString();
+  };
+  std::vector<EventRecord> events;
+  while (query.executeStep()) {
+    events.push_back({query.getColumn(0).getInt64(), text(query.getColumn(1)),
+                      text(query.getColumn(2)), text(query.getColumn(3)), text(query.getColumn(4)),
+                      text(query.getColumn(5))});
+  }
+  return events;
+}
+
+}  // namespace
 
 SqliteStore::SqliteStore(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
 
@@ -113,9 +132,46 @@ void SqliteTransaction::append_event(const std::string& task_id, const std::stri
 }
 
 std::vector<TaskRow> SqliteTransaction::tasks_with_status(const std::string& status,
+                                                          const std::string& tenant,
                                                           std::int64_t after_seq,
                                                           std::size_t limit) {
-  return store::tasks_with_status(db_, status, after_seq, limit);
+  return store::tasks_with_status(db_, status, tenant, after_seq, limit);
+}
+
+std::vector<EventRecord> SqliteTransaction::events_after(std::int64_t after, std::size_t limit) {
+  Prepared query(db_, kEventsAfter);
+  query->bind(1, after);
+  query->bind(2, static_cast<std::int64_t>(limit));
+  return event_rows(*query);
+}
+
+std::vector<std::string> SqliteTransaction::prune_terminal_tasks(const std::string& before,
+                                                                 std::size_t limit) {
+  std::vector<std::string> pruned;
+  {
+    Prepared query(db_, kPrunableTasks);
+    query->bind(1, before);
+    query->bind(2, static_cast<std::int64_t>(limit));
+    while (query->executeStep()) pruned.push_back(query->getColumn(0).getString());
+  }
+  for (const auto& task_id : pruned) {
+    for (const char* sql : {kPruneEvents, kPruneResults}) {
+      Prepared remove(db_, sql);
+      remove->bind(1, task_id);
+      remove->exec();
+    }
+  }
+  return pruned;
+}
+
+std::int64_t SqliteTransaction::last_event_id() {
+  Prepared query(db_, kLastEventId);
+  return query->executeStep() ? query->getColumn(0).getInt64() : 0;
+}
+
+std::string SqliteTransaction::integrity() {
+  Prepared check(db_, "PRAGMA quick_check");
+  return check->executeStep() ? check->getColumn(0).getString() : "no answer";
 }
 
 void SqliteTransaction::visit_queued_tasks_in_fleet_order(
@@ -159,21 +215,12 @@ std::vector<std::pair<std::string, std::int64_t>> SqliteTransaction::status_coun
 std::vector<EventRecord> SqliteTransaction::task_events(const std::string& task_id,
                                                         std::int64_t after, std::size_t limit) {
   Prepared query(db_,
-                 "SELECT event_id, event_type, agent_id, payload_json, created_at "
+                 "SELECT event_id, event_type, agent_id, payload_json, created_at, task_id "
                  "FROM task_events WHERE task_id=? AND event_id>? ORDER BY event_id LIMIT ?");
   query->bind(1, task_id);
   query->bind(2, after);
   query->bind(3, static_cast<std::int64_t>(limit));
-  std::vector<EventRecord> events;
-  const auto text = [](const SQLite::Column& column) {
-    return column.isNull() ? std::string() : column.getString();
-  };
-  while (query->executeStep()) {
-    events.push_back({query->getColumn(0).getInt64(), text(query->getColumn(1)),
-                      text(query->getColumn(2)), text(query->getColumn(3)),
-                      text(query->getColumn(4))});
-  }
-  return events;
+  return event_rows(*query);
 }
 
 bool SqliteTransaction::resolution_recorded(const Resolution& resolution) {

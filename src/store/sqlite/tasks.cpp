@@ -2,6 +2,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
+#include "store/queries.hpp"
 #include "store/sqlite/database.hpp"
 
 namespace aios::store {
@@ -151,13 +152,13 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
 }
 
 std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
-                                       std::int64_t after_seq, std::size_t limit) {
-  store::Prepared query(
-      db, std::string("SELECT ") + kColumns +
-              " FROM tasks WHERE (?1='' OR status=?1) AND seq>?2 ORDER BY seq LIMIT ?3");
+                                       const std::string& tenant, std::int64_t after_seq,
+                                       std::size_t limit) {
+  store::Prepared query(db, std::string("SELECT ") + kColumns + kTasksWhere);
   query->bind(1, status);
-  query->bind(2, after_seq);
-  query->bind(3, static_cast<std::int64_t>(limit));
+  query->bind(2, tenant);
+  query->bind(3, after_seq);
+  query->bind(4, static_cast<std::int64_t>(limit));
   std::vector<TaskRow> rows;
   while (query->executeStep()) rows.push_back(read_row(*query));
   return rows;

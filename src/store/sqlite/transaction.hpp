@@ -20,8 +20,8 @@ class SqliteTransaction final : public Transaction {
   void insert_task(const TaskRow& row) override;
   bool update_task(const TaskRow& row, std::int64_t expected_revision,
                    std::int64_t expected_lease_generation) override;
-  std::vector<TaskRow> tasks_with_status(const std::string& status, std::int64_t after_seq,
-                                         std::size_t limit) override;
+  std::vector<TaskRow> tasks_with_status(const std::string& status, const std::string& tenant,
+                                         std::int64_t after_seq, std::size_t limit) override;
   void visit_queued_tasks_in_fleet_order(const std::function<bool(const TaskRow&)>& visit) override;
   std::vector<LeaseRecord> claimed_leases(std::size_t limit) override;
   std::vector<std::string> tasks_claimed_by_agent(const std::string& agent_id) override;
@@ -29,6 +29,11 @@ class SqliteTransaction final : public Transaction {
   void append_event(const std::string& task_id, const std::string& event_type,
                     const std::string& agent_id, const nlohmann::json& payload,
                     const std::string& created_at) override;
+  std::vector<EventRecord> events_after(std::int64_t after, std::size_t limit) override;
+  std::int64_t last_event_id() override;
+  std::vector<std::string> prune_terminal_tasks(const std::string& before,
+                                                std::size_t limit) override;
+  std::string integrity() override;
   std::vector<EventRecord> task_events(const std::string& task_id, std::int64_t after,
                                        std::size_t limit) override;
   bool resolution_recorded(const Resolution& resolution) override;

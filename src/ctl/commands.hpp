@@ -1,0 +1,38 @@
+#pragma once
+// aiosctl's subcommands, each added to the CLI11 app with the action it runs once parsed.
+// Internal to src/ctl.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ctl/client.hpp"
+
+namespace aios::ctl {
+
+// What every subcommand shares: the client, where to write, and whether to print JSON.
+struct Context {
+  Client& client;
+  std::ostream& out;
+  std::ostream& err;
+  bool json = false;
+
+  // The answer as the API gave it (--json), or its human view.
+  void show(const nlohmann::json& answer, const std::function<std::string()>& human) const;
+};
+
+// The action the parsed subcommand runs; its exit code.
+using Action = std::function<int(Context&)>;
+
+// Each adds its subcommands to `app`; the one the command line names sets `action`.
+void add_task_commands(CLI::App& app, Action& action);
+void add_fleet_commands(CLI::App& app, Action& action);
+void add_watch_command(CLI::App& app, Action& action);
+void add_doctor_command(CLI::App& app, Action& action);
+
+// The JSON object of FILE, or of standard input for "-"; UsageError when it is not one.
+nlohmann::json read_json_argument(const std::string& file);
+
+}  // namespace aios::ctl

@@ -1,0 +1,118 @@
+// aiosctl's fleet subcommands: the workers, the whole fleet, and the agents (create, revoke,
+// rotate, bind a client certificate).
+#include <memory>
+
+#include "aios/ctl.hpp"
+#include "ctl/commands.hpp"
+#include "ctl/render.hpp"
+
+namespace aios::ctl {
+namespace {
+
+using Json = nlohmann::json;
+
+struct AgentOptions {
+  std::string id;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> tenants;
+  std::string certificate_uri;
+  std::string certificate_sha256;
+};
+using Options = std::shared_ptr<AgentOptions>;
+
+Json binding_of(const AgentOptions& o) {
+  Json binding = Json::object();
+  if (!o.certificate_uri.empty()) binding["uri"] = o.certificate_uri;
+  if (!o.certificate_sha256.empty()) binding["sha256"] = o.certificate_sha256;
+  return binding;
+}
+
+void add_agents(CLI::App& app, Action& action, const Options& o) {
+  auto* agents = app.add_subcommand("agents", "Agents: create, revoke, rotate, certificate");
+  agents->require_subcommand(1);
+  const auto with_certificate = [o](CLI::App* command) {
+    command->add_option("--certificate-uri", o->certificate_uri,
+                        "The client certificate its workers present: a subjectAltName URI");
+    command->add_option("--certificate-sha256", o->certificate_sha256,
+                        "... or the certificate's SHA-256 fingerprint");
+  };
+  auto* create = agents->add_subcommand("create", "Issue an agent and its token (shown once)");
+  create->add_option("id", o->id, "The agent id")->required();
+  create->add_option("--capability", o->capabilities, "A granted capability (repeat)")->required();
+  create->add_option("--tenant", o->tenants, "A granted tenant (repeat; none: every tenant)");
+  with_certificate(create);
+  create->callback([&action, o] {
+    action = [o](Context& c) {
+      Json body = {{"agent_id", o->id}, {"granted_capabilities", o->capabilities}};
+      if (!o->tenants.empty()) body["granted_tenants"] = o->tenants;
+      if (const auto binding = binding_of(*o); !binding.empty()) {
+        body["client_certificate"] = binding;
+      }
+      const auto answer = c.client.post(Service::kApi, "/v1/agents", body);
+      c.show(answer, [&] {
+        return "agent " + o->id + " token " + cell(answer.value("token", Json())) +
+               "\n(shown this once: store it now, e.g. with systemd-creds encrypt)\n";
+      });
+      return kDone;
+    };
+  });
+  for (const char* verb : {"revoke", "rotate"}) {
+    auto* command = agents->add_subcommand(
+        verb, std::string(verb) == "revoke"
+                  ? "Refuse the agent's token from now on; its claims go back to the queue"
+                  : "Issue the agent a new token (shown once); its claims go back to the queue");
+    command->add_option("id", o->id, "The agent id")->required();
+    command->callback([&action, o, verb] {
+      action = [o, verb](Context& c) {
+        const auto answer =
+            c.client.post(Service::kApi, "/v1/agents/" + o->id + "/" + verb, Json::object());
+        c.show(answer, [&] {
+          std::string text = "agent " + o->id + " " + verb + "d, released " +
+                             cell(answer.value("released_tasks", Json::array())) + "\n";
+          if (answer.contains("token")) text += "new token " + cell(answer["token"]) + "\n";
+          return text;
+        });
+        return kDone;
+      };
+    });
+  }
+  auto* certificate = agents->add_subcommand(
+      "certificate", "Record the client certificate the agent must present (none: neither)");
+  certificate->add_option("id", o->id, "The agent id")->required();
+  with_certificate(certificate);
+  certificate->callback([&action, o] {
+    action = [o](Context& c) {
+      const auto answer = c.client.post(
+          Service::kApi, "/v1/agents/" + o->id + "/client-certificate", binding_of(*o));
+      c.show(answer, [&] {
+        return "agent " + o->id + " certificate " +
+               cell(answer.value("client_certificate", Json())) + "\n";
+      });
+      return kDone;
+    };
+  });
+}
+
+}  // namespace
+
+void add_fleet_commands(CLI::App& app, Action& action) {
+  app.add_subcommand("fleet", "The workers, the task quarantines and the scopes served")
+      ->callback([&action] {
+        action = [](Context& c) {
+          const auto answer = c.client.get(Service::kApi, "/v1/fleet");
+          c.show(answer, [&] { return fleet_view(answer); });
+          return kDone;
+        };
+      });
+  app.add_subcommand("workers", "The workers: slots in use, circuit, quarantine, last seen")
+      ->callback([&action] {
+        action = [](Context& c) {
+          const auto answer = c.client.get(Service::kApi, "/v1/fleet");
+          c.show(answer.value("workers", Json::array()), [&] { return workers_view(answer); });
+          return kDone;
+        };
+      });
+  add_agents(app, action, std::make_shared<AgentOptions>());
+}
+
+}  // namespace aios::ctl

@@ -1,0 +1,27 @@
+#pragma once
+// aiosctl's human views of the APIs' answers: each takes the answer as the API gave it and
+// returns the text to print. Internal to src/ctl.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace aios::ctl {
+
+// A JSON value as a cell: strings as they are, null as "-", anything else as compact JSON.
+std::string cell(const nlohmann::json& value);
+
+// GET /v1/tasks.
+std::string tasks_view(const nlohmann::json& answer);
+// GET /v1/tasks/{id}: its fields, one per line.
+std::string task_view(const nlohmann::json& task);
+// GET /v1/tasks/{id}/events or GET /v1/events (each event with its task).
+std::string events_view(const nlohmann::json& events, bool with_task);
+// GET /v1/tasks/{id}/eligibility: each worker, eligible or its reasons.
+std::string eligibility_view(const nlohmann::json& answer);
+// GET /v1/fleet: the workers only, or with the task quarantines and the scopes.
+std::string workers_view(const nlohmann::json& fleet);
+std::string fleet_view(const nlohmann::json& fleet);
+// GET /v1/status.
+std::string status_view(const nlohmann::json& status);
+
+}  // namespace aios::ctl

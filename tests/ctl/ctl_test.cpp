@@ -1,0 +1,372 @@
+// aiosctl against the real daemons: the scheduler (Task API and Bridge over a real repository)
+// and, for rebinds, the rebind service; each subcommand's output and exit code, its refusals,
+// `watch` in a pseudo-terminal and `doctor` on a host of files made for the test.
+#include "aios/ctl.hpp"
+
+#include <fcntl.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "aios/process.hpp"
+#include "bridge/bridge_fixture.hpp"
+#include "rebind/rebind_daemon.hpp"
+#include "support/closed_port.hpp"
+
+namespace aios::bridge_test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Ran {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::filesystem::path ctl_binary() {
+  return std::filesystem::path(AIOS_BINARY_DIR) / "tools" / "aiosctl";
+}
+
+class CtlTest : public BridgeTest {
+ protected:
+  // aiosctl with the scheduler's URLs and token, then `args`; `input` on its stdin.
+  Ran ctl(const std::vector<std::string>& args, const std::string& input = "",
+          const std::vector<std::string>& before = {}) {
+    process::Spec spec;
+    spec.argv = {ctl_binary().string(),
+                 "--api",
+                 api(),
+                 "--bridge",
+                 "http://127.0.0.1:" + std::to_string(scheduler().bridge_port()),
+                 "--token-file",
+                 (scheduler().dir() / "control_token").string()};
+    spec.argv.insert(spec.argv.end(), before.begin(), before.end());
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.environment = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    spec.working_directory = scheduler().dir().path();
+    spec.stdin_data = input;
+    spec.timeout = std::chrono::seconds(60);
+    Ran ran;
+    spec.on_stdout = [&ran](std::string_view chunk) { ran.out.append(chunk); };
+    spec.on_stderr = [&ran](std::string_view chunk) { ran.err.append(chunk); };
+    ran.code = process::run(spec).exit_code;
+    return ran;
+  }
+
+  std::string api() const { return "http://127.0.0.1:" + std::to_string(port()); }
+
+  // A task of tenant `tenant`: a source capture of the repository's base.
+  Json tenant_task(const std::string& task_id, const std::string& tenant) const {
+    auto body = source_capture_task(binding(task_id, "agent/" + task_id));
+    body["scope_type"] = "tenant";
+    body["tenant_id"] = tenant;
+    return body;
+  }
+
+  // Claims `task_id` for worker-w1 and submits a result: the task is VERIFYING.
+  void returned(const std::string& task_id) {
+    register_worker(agent(), "worker-capture", {"git.read"}, {"source_capture"}, 1);
+    const auto lease = claim_for(task_id, "worker-capture");
+    require(agent().post("/v1/tasks/" + task_id + "/result",
+                         taskapi_test::result_body(lease, lease.at("execution_digest"),
+                                                   task_id + "-result", {{"summary", "done"}})),
+            201, "result " + task_id);
+  }
+};
+
+// Given tasks of two tenants, we should list them (all, by status, by tenant), show one, say
+// why each worker may or may not take it, and show its events, each as a table or as the API's
+// JSON with --json.
+TEST_F(CtlTest, ListsShowsAndExplainsTasks) {
+  create_task(tenant_task("ctl-acme", "acme"));
+  create_task(tenant_task("ctl-beta", "beta"));
+  const auto all = ctl({"tasks"});
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_THAT(all.out, HasSubstr("ctl-acme"));
+  EXPECT_THAT(all.out, HasSubstr("ctl-beta"));
+  EXPECT_THAT(all.out, HasSubstr("QUEUED"));
+  const auto acme = ctl({"tasks", "--tenant", "acme"});
+  EXPECT_THAT(acme.out, HasSubstr("ctl-acme"));
+  EXPECT_THAT(acme.out, Not(HasSubstr("ctl-beta")));
+  EXPECT_EQ(ctl({"tasks", "--status", "SUCCEEDED"}).out, "no tasks\n");
+  const auto json = ctl({"--json", "tasks", "--tenant", "beta"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(Json::parse(json.out), require(owner().get("/v1/tasks?tenant=beta"), 200, "list"));
+
+  const auto show = ctl({"task", "show", "ctl-acme"});
+  EXPECT_THAT(show.out, HasSubstr("status        QUEUED"));
+  EXPECT_THAT(show.out, HasSubstr("source_capture/source_capture"));
+  const auto why = ctl({"task", "why", "ctl-acme"});
+  ASSERT_EQ(why.code, 0) << why.err;
+  EXPECT_THAT(why.out, HasSubstr("ctl-acme is QUEUED"));
+  EXPECT_THAT(why.out, HasSubstr("worker-w1"));  // a deterministic-only worker: not eligible
+  EXPECT_THAT(why.out, HasSubstr("adapter_not_allowed"));
+  const auto events = ctl({"task", "events", "ctl-acme"});
+  EXPECT_THAT(events.out, HasSubstr("TASK_CREATED"));
+}
+
+// Given a returned task, verify at a stale revision should be a conflict (exit 5) and at the
+// current one move it to SUCCEEDED; cancel of a queued task ends it, a second cancel conflicts.
+TEST_F(CtlTest, VerifiesAndCancelsUnderTheirCasRules) {
+  create_task(tenant_task("ctl-verify", "acme"));
+  const auto stale = task("ctl-verify").at("revision").get<long long>();
+  returned("ctl-verify");
+  const auto conflict = ctl({"task", "verify", "ctl-verify", "PASS", "--reason", "reviewed",
+                             "--revision", std::to_string(stale)});
+  EXPECT_EQ(conflict.code, ctl::kConflict);
+  EXPECT_THAT(conflict.err, HasSubstr("TASK_REVISION_CONFLICT"));
+  const auto passed = ctl({"task", "verify", "ctl-verify", "PASS", "--reason", "reviewed"});
+  ASSERT_EQ(passed.code, 0) << passed.err;
+  EXPECT_EQ(task("ctl-verify").at("status"), "SUCCEEDED");
+
+  create_task(tenant_task("ctl-cancel", "acme"));
+  EXPECT_EQ(ctl({"task", "cancel", "ctl-cancel", "--reason", "superseded"}).code, 0);
+  EXPECT_EQ(task("ctl-cancel").at("status"), "CANCELLED");
+  EXPECT_EQ(ctl({"task", "cancel", "ctl-cancel"}).code, ctl::kConflict);
+}
+
+// Given refusals of every class, we should exit with its code and name the refusal.
+TEST_F(CtlTest, RefusalsMapToTheirExitCodes) {
+  const auto missing = ctl({"task", "show", "ctl-none"});
+  EXPECT_EQ(missing.code, ctl::kNotFound);
+  EXPECT_THAT(missing.err, HasSubstr("TASK_NOT_FOUND"));
+  test::write_token_file(scheduler().dir() / "other_token");
+  EXPECT_EQ(ctl({"tasks"}, "", {"--token-file", (scheduler().dir() / "other_token").string()}).code,
+            ctl::kNotAllowed);
+  EXPECT_EQ(ctl({"tasks"}, "", {"--token-file", "/nonexistent/token"}).code, ctl::kNotAllowed);
+  const auto down = ctl({"tasks"}, "", {"--api", test::closed_loopback_url()});
+  EXPECT_EQ(down.code, ctl::kUnavailable);
+  EXPECT_THAT(down.err, HasSubstr("HTTP_UPSTREAM_UNAVAILABLE"));
+  EXPECT_EQ(ctl({"prune", "--older-than", "10m"}).code, ctl::kInvalid);
+  EXPECT_EQ(ctl({"prune", "--older-than", "soon"}).code, ctl::kUsage);
+  EXPECT_EQ(ctl({"task", "verify", "x", "MAYBE", "--reason", "r"}).code, ctl::kUsage);
+  EXPECT_EQ(ctl({"no-such-command"}).code, ctl::kUsage);
+  const auto help = ctl({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_THAT(help.out, HasSubstr("doctor"));
+}
+
+// Given a task and a plan as files or standard input, and agents created, rotated, bound and
+// revoked through aiosctl, each should take effect as the API's own call would.
+TEST_F(CtlTest, CreatesTasksPlansAndAgents) {
+  test::write_text_file(scheduler().dir() / "task.json", tenant_task("ctl-created", "acme").dump());
+  const auto created = ctl({"create", (scheduler().dir() / "task.json").string()});
+  ASSERT_EQ(created.code, 0) << created.err;
+  EXPECT_EQ(created.out, "ctl-created QUEUED\n");
+  EXPECT_EQ(ctl({"create", "-"}, tenant_task("ctl-stdin", "acme").dump()).code, 0);
+  EXPECT_EQ(task("ctl-stdin").at("status"), "QUEUED");
+  EXPECT_EQ(ctl({"create", "-"}, "[1,2]").code, ctl::kUsage);
+  test::write_text_file(
+      scheduler().dir() / "plan.json",
+      Json({{"task_id", "ctl-created"}, {"change_set", {write_file("docs/CTL.md", "planned\n")}}})
+          .dump());
+  const auto plan = ctl({"plans", "register", (scheduler().dir() / "plan.json").string()});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("ctl-created plan "));
+
+  const auto agent_made =
+      ctl({"--json", "agents", "create", "agent-ctl", "--capability", "git.read", "--tenant",
+           "acme", "--certificate-uri", "aios:agent:agent-ctl"});
+  ASSERT_EQ(agent_made.code, 0) << agent_made.err;
+  const auto issued = Json::parse(agent_made.out);
+  EXPECT_EQ(issued.at("client_certificate").at("uri"), "aios:agent:agent-ctl");
+  EXPECT_EQ(ctl({"agents", "certificate", "agent-ctl"}).code, 0);  // none recorded now
+  auto as_agent = client(issued.at("token"));
+  EXPECT_EQ(as_agent
+                .post("/v1/workers/register", {{"worker_id", "w-ctl"},
+                                               {"capabilities", {"git.read"}},
+                                               {"allowed_adapters", {"source_capture"}}})
+                .status,
+            200);
+  const auto rotated = ctl({"agents", "rotate", "agent-ctl"});
+  ASSERT_EQ(rotated.code, 0) << rotated.err;
+  EXPECT_THAT(rotated.out, HasSubstr("new token aios_"));
+  EXPECT_EQ(as_agent.get("/v1/tasks/ctl-created").status, 401);  // the old token is gone
+  EXPECT_EQ(ctl({"agents", "revoke", "agent-ctl"}).code, 0);
+  EXPECT_EQ(ctl({"agents", "revoke", "agent-none"}).code, ctl::kNotFound);
+}
+
+// Given a fleet at work, we should show its workers, the fleet-wide events, the store's status
+// and prune nothing that is not old enough.
+TEST_F(CtlTest, ShowsTheFleetEventsAndStatusAndPrunes) {
+  create_task(tenant_task("ctl-fleet", "acme"));
+  const auto workers = ctl({"workers"});
+  ASSERT_EQ(workers.code, 0) << workers.err;
+  EXPECT_THAT(workers.out, HasSubstr("worker-w1"));
+  EXPECT_THAT(workers.out, HasSubstr("0/4"));
+  EXPECT_THAT(ctl({"fleet"}).out, HasSubstr("worker-w2"));
+  const auto events = ctl({"events"});
+  EXPECT_THAT(events.out, HasSubstr("ctl-fleet"));
+  EXPECT_THAT(events.out, HasSubstr("TASK_CREATED"));
+  const auto status = ctl({"status"});
+  ASSERT_EQ(status.code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("schema " + std::to_string(store::kSchemaVersion)));
+  EXPECT_THAT(status.out, HasSubstr("integrity ok"));
+  EXPECT_THAT(status.out, HasSubstr("QUEUED"));
+  const auto pruned = ctl({"prune", "--older-than", "1h"});
+  ASSERT_EQ(pruned.code, 0) << pruned.err;
+  EXPECT_THAT(pruned.out, HasSubstr("pruned 0 ended tasks"));
+}
+
+// Given a returned task and its registered plan, a rebind through the rebind service should
+// take its compare-and-swap fields from the task, the digest from the Bridge, and answer a
+// second time as already done.
+TEST_F(CtlTest, RebindsThroughTheRebindService) {
+  create_task(tenant_task("ctl-rebind", "acme"));
+  returned("ctl-rebind");
+  verify("ctl-rebind", "NEEDS_REWORK");
+  const std::string plan_digest =
+      require(bridge().post("/v2/plans", {{"task_id", "ctl-rebind"},
+                                          {"change_set", {write_file("docs/R.md", "r\n")}}}),
+              201, "plan")
+          .at("execution_digest");
+  test::Daemon rebind(rebind_test::rebind_options(
+                          {scheduler().store_location(), scheduler().dir() / "control_token",
+                           "http://127.0.0.1:" + std::to_string(scheduler().bridge_port())}),
+                      scheduler().dir().path(), "rebind");
+  rebind.start();
+  const std::vector<std::string> to_rebind = {"--rebind",
+                                              "http://127.0.0.1:" + std::to_string(rebind.port())};
+  const std::vector<std::string> args = {"task",
+                                         "rebind",
+                                         "ctl-rebind",
+                                         "--authorization-id",
+                                         std::string(rebind_test::kDaemonAuthorization),
+                                         "--reason",
+                                         "the plan came after the projection"};
+  auto stale = args;
+  stale.insert(stale.end(), {"--revision", "1", "--idempotency-key", "rebind-ctl-stale"});
+  const auto refused = ctl(stale, "", to_rebind);
+  EXPECT_EQ(refused.code, ctl::kConflict) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("EXECUTION_REBIND_CAS_MISMATCH"));
+  const auto done = ctl(args, "", to_rebind);
+  ASSERT_EQ(done.code, 0) << done.err << rebind.log();
+  EXPECT_THAT(done.out, HasSubstr("rebound to " + plan_digest));
+  EXPECT_EQ(task("ctl-rebind").at("execution_digest"), plan_digest);
+}
+
+// Reads what the pseudo-terminal's other side wrote until `text` shows up or `timeout` passes.
+bool read_until(int master, std::string& screen, const std::vector<std::string>& texts,
+                std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto all_there = [&] {
+    for (const auto& text : texts) {
+      if (screen.find(text) == std::string::npos) return false;
+    }
+    return true;
+  };
+  while (!all_there() && std::chrono::steady_clock::now() < deadline) {
+    char buffer[4096];
+    const auto n = ::read(master, buffer, sizeof buffer);
+    if (n > 0) {
+      screen.append(buffer, static_cast<std::size_t>(n));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return all_there();
+}
+
+// Given a terminal, watch should draw the queue, the workers and the latest events, redraw as
+// tasks move, and stop with exit 0 on Ctrl-C; piped, it should write plain lines.
+TEST_F(CtlTest, WatchDrawsALiveViewInATerminal) {
+  create_task(tenant_task("ctl-watched", "acme"));
+  int master = -1;
+  const pid_t child = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string bridge = "http://127.0.0.1:" + std::to_string(scheduler().bridge_port());
+    const std::string token = (scheduler().dir() / "control_token").string();
+    const std::string api_url = api();
+    ::execl(ctl_binary().c_str(), "aiosctl", "--api", api_url.c_str(), "--token-file",
+            token.c_str(), "watch", "--interval-ms", "200", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::fcntl(master, F_SETFL, ::fcntl(master, F_GETFL) | O_NONBLOCK);
+  std::string screen;
+  EXPECT_TRUE(read_until(master, screen, {"QUEUED", "worker-w1", "latest events", "ctl-watched"},
+                         std::chrono::seconds(20)))
+      << screen;
+  EXPECT_THAT(screen, HasSubstr("\x1b[H"));  // redrawn in place
+  create_task(tenant_task("ctl-later", "acme"));
+  screen.clear();
+  EXPECT_TRUE(read_until(master, screen, {"ctl-later"}, std::chrono::seconds(20))) << screen;
+  ASSERT_EQ(::write(master, "\x03", 1), 1);  // Ctrl-C
+  int status = 0;
+  for (int i = 0; i < 200 && ::waitpid(child, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::close(master);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+
+  const auto plain = ctl({"watch", "--rounds", "2", "--interval-ms", "100"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr("queue QUEUED=2"));
+  EXPECT_THAT(plain.out, HasSubstr("event "));
+  EXPECT_THAT(plain.out, Not(HasSubstr("\x1b[")));
+}
+
+// Given a host of files made for the test (a profile whose CLI answers its version probe, a
+// state directory, no units), doctor should pass; a profile validated against another version,
+// a profile others may write and a service that does not answer should each be a FAIL (exit 8)
+// with its fix.
+TEST_F(CtlTest, DoctorFindsWhatIsWrongAndSaysTheFix) {
+  const auto host = scheduler().dir() / "host";
+  const auto profiles = host / "profiles";
+  std::filesystem::create_directories(profiles);
+  std::filesystem::create_directories(host / "units");
+  std::string version;
+  process::Spec spec;
+  spec.argv = {"/usr/bin/python3", "--version"};
+  spec.working_directory = "/";
+  spec.timeout = std::chrono::seconds(10);
+  spec.on_stdout = [&version](std::string_view chunk) { version.append(chunk); };
+  process::run(spec);
+  version = version.substr(version.find(' ') + 1);
+  version = version.substr(0, version.find('\n'));
+  test::write_text_file(host / "agent.py", "print(1)\n");
+  const auto write_profile = [&](const std::string& validated) {
+    test::write_text_file(profiles / "hermes.json",
+                          Json({{"schema", "aios.external-agent-runtime.profile.v1"},
+                                {"runtime", "hermes"},
+                                {"argv", {"/usr/bin/python3", (host / "agent.py").string()}},
+                                {"validated_version", validated}})
+                              .dump());
+  };
+  write_profile(version);
+  const std::vector<std::string> on_host = {
+      "doctor",      "--profile-root", profiles.string(),        "--state-dir",
+      host.string(), "--unit-dir",     (host / "units").string()};
+  const auto rebind_url = std::vector<std::string>{"--rebind", api()};  // answers /health
+  const auto healthy = ctl(on_host, "", rebind_url);
+  ASSERT_EQ(healthy.code, 0) << healthy.out << healthy.err;
+  EXPECT_THAT(healthy.out, HasSubstr("agent CLI hermes"));
+  EXPECT_THAT(healthy.out, HasSubstr("Python " + version));
+  EXPECT_THAT(healthy.out, Not(HasSubstr("FAIL")));
+
+  write_profile("0.0.1-never");
+  const auto drifted = ctl(on_host, "", rebind_url);
+  EXPECT_EQ(drifted.code, ctl::kFindings);
+  EXPECT_THAT(drifted.out, HasSubstr("validated against 0.0.1-never"));
+  EXPECT_THAT(drifted.out, HasSubstr("re-run the --help/version probes"));
+
+  write_profile(version);
+  std::filesystem::permissions(profiles / "hermes.json", std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::add);
+  const auto writable = ctl(on_host, "", rebind_url);
+  EXPECT_EQ(writable.code, ctl::kFindings);
+  EXPECT_THAT(writable.out, HasSubstr("chmod 644"));
+
+  std::filesystem::permissions(profiles / "hermes.json", std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::remove);
+  const auto no_rebind = ctl(on_host, "", {"--rebind", test::closed_loopback_url()});
+  EXPECT_EQ(no_rebind.code, ctl::kFindings);
+  EXPECT_THAT(no_rebind.out, HasSubstr("systemctl status aios-agent-task-execution-rebind"));
+}
+
+}  // namespace
+}  // namespace aios::bridge_test
