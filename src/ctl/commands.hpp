@@ -32,6 +32,16 @@ void add_fleet_commands(CLI::App& app, Action& action);
 void add_watch_command(CLI::App& app, Action& action);
 void add_doctor_command(CLI::App& app, Action& action);
 
+// What prune_files removed.
+struct PrunedFiles {
+  std::size_t answers = 0;     // exchange answers (with their seals and start markers)
+  std::size_t workspaces = 0;  // left-over workspaces
+};
+// This host's exchange answers and left-over workspaces of tasks that ended (by the Task API),
+// older than `age`; nothing of a task that has not ended or is unknown.
+PrunedFiles prune_files(Client& client, const std::vector<std::string>& exchange_roots,
+                        const std::vector<std::string>& workspace_roots, std::chrono::seconds age);
+
 // The JSON object of FILE, or of standard input for "-"; UsageError when it is not one.
 nlohmann::json read_json_argument(const std::string& file);
 

@@ -3,6 +3,7 @@ target_sources(aios_core PRIVATE
   ctl/client.cpp
   ctl/doctor.cpp
   ctl/fleet_commands.cpp
+  ctl/prune_files.cpp
   ctl/render.cpp
   ctl/run.cpp
   ctl/task_commands.cpp

@@ -48,6 +48,8 @@ struct TaskOptions {
   std::string idempotency_key;
   std::string file;
   std::string older_than;
+  std::vector<std::string> exchange_roots;
+  std::vector<std::string> workspace_roots;
 };
 using Options = std::shared_ptr<TaskOptions>;
 
@@ -244,13 +246,25 @@ void add_store_commands(CLI::App& app, Action& action, const Options& o) {
   auto* prune = app.add_subcommand(
       "prune", "Delete the events and stored results of tasks that ended long enough ago");
   prune->add_option("--older-than", o->older_than, "e.g. 30d, 12h (at least 1h)")->required();
+  prune->add_option("--exchange-root", o->exchange_roots,
+                    "An executor's or broker's exchange on this host: answers of ended tasks "
+                    "older than the age go too (repeat)");
+  prune->add_option("--workspace-root", o->workspace_roots,
+                    "A worker's workspaces on this host: ones left behind for ended tasks go "
+                    "too (repeat)");
   prune->callback([&action, o] {
     action = [o](Context& c) {
-      const auto answer = c.client.post(Service::kApi, "/v1/prune",
-                                        {{"older_than_seconds", seconds_of(o->older_than)}});
+      const auto age = seconds_of(o->older_than);
+      auto answer = c.client.post(Service::kApi, "/v1/prune", {{"older_than_seconds", age}});
+      const auto files =
+          prune_files(c.client, o->exchange_roots, o->workspace_roots, std::chrono::seconds(age));
+      answer["pruned_answers"] = files.answers;
+      answer["pruned_workspaces"] = files.workspaces;
       c.show(answer, [&] {
         return "pruned " + cell(answer.value("pruned_tasks", Json())) +
-               " ended tasks last updated before " + cell(answer.value("before", Json())) + "\n";
+               " ended tasks last updated before " + cell(answer.value("before", Json())) + ", " +
+               std::to_string(files.answers) + " exchange answers, " +
+               std::to_string(files.workspaces) + " workspaces\n";
       });
       return kDone;
     };

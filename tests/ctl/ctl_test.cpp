@@ -212,6 +212,50 @@ TEST_F(CtlTest, ShowsTheFleetEventsAndStatusAndPrunes) {
   EXPECT_THAT(pruned.out, HasSubstr("pruned 0 ended tasks"));
 }
 
+// Given an exchange and workspaces on this host, prune should remove the old answers and left-
+// over workspaces of tasks that ended, and keep those of a live task, a young one and one the
+// Task API does not know.
+TEST_F(CtlTest, PrunesThisHostsFilesOfEndedTasksOnly) {
+  create_task(tenant_task("ctl-ended", "acme"));
+  create_task(tenant_task("ctl-live", "acme"));
+  EXPECT_EQ(ctl({"task", "cancel", "ctl-ended"}).code, 0);
+  const auto exchange = scheduler().dir() / "exchange";
+  const auto workspaces = scheduler().dir() / "workspaces";
+  for (const auto* sub : {"results", "started"})
+    std::filesystem::create_directories(exchange / sub);
+  const auto hours_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  const auto answer = [&](const std::string& id, const std::string& task_id, bool old) {
+    for (const auto& file :
+         {exchange / "results" / (id + ".json"), exchange / "results" / (id + ".json.mac"),
+          exchange / "started" / (id + ".json")}) {
+      test::write_text_file(file, Json({{"task_id", task_id}}).dump());
+      if (old) std::filesystem::last_write_time(file, hours_ago);
+    }
+  };
+  answer("external-hermes-ended", "ctl-ended", true);
+  answer("external-hermes-live", "ctl-live", true);
+  answer("external-hermes-young", "ctl-ended", false);
+  answer("external-hermes-unknown", "ctl-never", true);
+  for (const auto* name : {"ctl-ended-0123456789ab", "ctl-live-0123456789ab"}) {
+    std::filesystem::create_directories(workspaces / name / "worktree");
+    std::filesystem::last_write_time(workspaces / name, hours_ago);
+  }
+  const auto pruned = ctl({"prune", "--older-than", "1h", "--exchange-root", exchange.string(),
+                           "--workspace-root", workspaces.string()});
+  ASSERT_EQ(pruned.code, 0) << pruned.err;
+  EXPECT_THAT(pruned.out, HasSubstr("1 exchange answers, 1 workspaces"));
+  EXPECT_FALSE(std::filesystem::exists(exchange / "results" / "external-hermes-ended.json"));
+  EXPECT_FALSE(std::filesystem::exists(exchange / "results" / "external-hermes-ended.json.mac"));
+  EXPECT_FALSE(std::filesystem::exists(exchange / "started" / "external-hermes-ended.json"));
+  for (const auto* kept :
+       {"external-hermes-live", "external-hermes-young", "external-hermes-unknown"}) {
+    EXPECT_TRUE(std::filesystem::exists(exchange / "results" / (std::string(kept) + ".json")))
+        << kept;
+  }
+  EXPECT_FALSE(std::filesystem::exists(workspaces / "ctl-ended-0123456789ab"));
+  EXPECT_TRUE(std::filesystem::exists(workspaces / "ctl-live-0123456789ab"));
+}
+
 // Given a returned task and its registered plan, a rebind through the rebind service should
 // take its compare-and-swap fields from the task, the digest from the Bridge, and answer a
 // second time as already done.
