@@ -25,7 +25,7 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // One row of `tasks`, typed. Optional text columns are empty strings when NULL.
 struct TaskRow {
@@ -164,6 +164,16 @@ struct EventRecord {
   std::string task_id{};  // filled by events_after, which reads every task's
 };
 
+// How many live (QUEUED, CLAIMED, VERIFYING) tasks share a status, scope and priority.
+struct LiveTaskCount {
+  std::string status;
+  std::string scope_key;
+  std::int64_t priority = 0;
+  std::int64_t count = 0;
+
+  bool operator==(const LiveTaskCount&) const = default;
+};
+
 // A claimed task's lease, for the sweeper.
 struct LeaseRecord {
   std::string task_id;
@@ -295,6 +305,10 @@ class Transaction {
   // The CLAIMED tasks whose claimant is a worker of `agent_id`, by task id.
   virtual std::vector<std::string> tasks_claimed_by_agent(const std::string& agent_id) = 0;
   virtual std::vector<std::pair<std::string, std::int64_t>> status_counts() = 0;
+  // The live tasks counted by status, scope and priority, in that order.
+  virtual std::vector<LiveTaskCount> live_task_counts() = 0;
+  // The newest tasks (highest seq first), at most `limit`.
+  virtual std::vector<TaskRow> newest_tasks(std::size_t limit) = 0;
 
   // The event row a transition commits with.
   virtual void append_event(const std::string& task_id, const std::string& event_type,

@@ -27,6 +27,15 @@ inline constexpr const char* kTasksWhere =
     "substr(scope_key, 1, length(CAST($2 AS TEXT))+9)='project:'||CAST($2 AS TEXT)||'/') "
     "AND seq>$3 ORDER BY seq LIMIT $4";
 
+// The live tasks by status, scope and priority (store::LiveTaskCount).
+inline constexpr const char* kLiveTaskCounts =
+    "SELECT status, scope_key, priority, COUNT(*) FROM tasks "
+    "WHERE status IN ('QUEUED','CLAIMED','VERIFYING') "
+    "GROUP BY status, scope_key, priority ORDER BY status, scope_key, priority";
+
+// The newest $1 tasks; the task columns are put before FROM.
+inline constexpr const char* kNewestTasks = " FROM tasks ORDER BY seq DESC LIMIT $1";
+
 // Every task's events after event id $1, at most $2: the fleet-wide feed.
 inline constexpr const char* kEventsAfter =
     "SELECT event_id, event_type, agent_id, payload_json, created_at, task_id FROM task_events "

@@ -222,6 +222,35 @@ TEST_P(StoreConformance, AListingByTenantHoldsItsOwnAndItsProjectsTasks) {
   EXPECT_EQ(all, tasks.size());
 }
 
+// Given tasks of several statuses, scopes and priorities, the live counts should group only the
+// QUEUED, CLAIMED and VERIFYING ones, in order, and the newest tasks should come highest seq
+// first, bounded by the limit.
+TEST_P(StoreConformance, LiveCountsAndNewestTasksAreTheDashboardsView) {
+  const std::vector<std::tuple<std::string, std::string, std::string, std::int64_t>> tasks = {
+      {"t-1", "QUEUED", "tenant:acme", 0}, {"t-2", "QUEUED", "tenant:acme", 0},
+      {"t-3", "QUEUED", "tenant:acme", 5}, {"t-4", "CLAIMED", "project:acme/web", 0},
+      {"t-5", "VERIFYING", "global", 0},   {"t-6", "SUCCEEDED", "tenant:acme", 0},
+      {"t-7", "FAILED", "tenant:beta", 0}, {"t-8", "CANCELLED", "tenant:beta", 0}};
+  for (const auto& [id, status, scope, priority] : tasks) {
+    auto row = queued_task(id);
+    row.status = status;
+    row.scope_key = scope;
+    row.priority = priority;
+    insert(row);
+  }
+  std::vector<store::LiveTaskCount> counts;
+  std::vector<std::string> newest;
+  store_->read([&](store::Transaction& tx) {
+    counts = tx.live_task_counts();
+    for (const auto& row : tx.newest_tasks(3)) newest.push_back(row.task_id);
+  });
+  EXPECT_EQ(counts, (std::vector<store::LiveTaskCount>{{"CLAIMED", "project:acme/web", 0, 1},
+                                                       {"QUEUED", "tenant:acme", 0, 2},
+                                                       {"QUEUED", "tenant:acme", 5, 1},
+                                                       {"VERIFYING", "global", 0, 1}}));
+  EXPECT_EQ(newest, (std::vector<std::string>{"t-8", "t-7", "t-6"}));
+}
+
 // Given events of several tasks, the feed should give them all in id order with their task,
 // from after a given id; pruning should delete only ended tasks' events and results, and the
 // integrity check should answer ok.

@@ -211,9 +211,14 @@ ALTER TABLE agents ADD COLUMN certificate_uri TEXT COLLATE "C" NOT NULL DEFAULT 
 ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT COLLATE "C" NOT NULL DEFAULT '';
 )sql";
 
+// The dashboard and an unfiltered task list read the newest tasks by queue order.
+inline constexpr std::string_view kTasksBySeq8 = R"sql(
+CREATE INDEX tasks_by_seq ON tasks(seq);
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 2> kMigrations = {
-    {{6, {kSchema6, kCreateRebindReceipts}}, {7, {kAgentCertificates7}}}};
+inline constexpr std::array<Migration, 3> kMigrations = {
+    {{6, {kSchema6, kCreateRebindReceipts}}, {7, {kAgentCertificates7}}, {8, {kTasksBySeq8}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

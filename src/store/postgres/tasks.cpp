@@ -316,6 +316,20 @@ std::vector<std::pair<std::string, std::int64_t>> PgTransaction::status_counts()
   return counts;
 }
 
+std::vector<LiveTaskCount> PgTransaction::live_task_counts() {
+  const auto rows = db_.run(kLiveTaskCounts);
+  std::vector<LiveTaskCount> counts;
+  for (int at = 0; at < rows.size(); ++at)
+    counts.push_back(
+        {rows.text(at, 0), rows.text(at, 1), rows.integer(at, 2), rows.integer(at, 3)});
+  return counts;
+}
+
+std::vector<TaskRow> PgTransaction::newest_tasks(std::size_t limit) {
+  return pg::task_rows(db_.run(std::string("SELECT ") + pg::kTaskColumns + kNewestTasks,
+                               pg::Params().integer(static_cast<std::int64_t>(limit))));
+}
+
 std::vector<EventRecord> PgTransaction::task_events(const std::string& task_id, std::int64_t after,
                                                     std::size_t limit) {
   const auto rows = db_.run(

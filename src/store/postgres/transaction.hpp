@@ -26,6 +26,8 @@ class PgTransaction final : public Transaction {
   std::vector<LeaseRecord> claimed_leases(std::size_t limit) override;
   std::vector<std::string> tasks_claimed_by_agent(const std::string& agent_id) override;
   std::vector<std::pair<std::string, std::int64_t>> status_counts() override;
+  std::vector<LiveTaskCount> live_task_counts() override;
+  std::vector<TaskRow> newest_tasks(std::size_t limit) override;
   void append_event(const std::string& task_id, const std::string& event_type,
                     const std::string& agent_id, const nlohmann::json& payload,
                     const std::string& created_at) override;

@@ -109,6 +109,8 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
 std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
                                        const std::string& tenant, std::int64_t after_seq,
                                        std::size_t limit);
+// The newest tasks, highest seq first, at most `limit`.
+std::vector<TaskRow> newest_tasks(SQLite::Database& db, std::size_t limit);
 
 // Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority first,
 // then the scope served least: dispatch_count / scope_weight, then queue order), until it

@@ -261,6 +261,10 @@ DROP INDEX IF EXISTS fleet_dispatches_by_claim;
 ALTER TABLE agents ADD COLUMN certificate_uri TEXT NOT NULL DEFAULT '';
 ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT NOT NULL DEFAULT '';
 )sql"},
+    // The dashboard and an unfiltered task list read the newest tasks by queue order.
+    {8, R"sql(
+CREATE INDEX tasks_by_seq ON tasks(seq);
+)sql"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);

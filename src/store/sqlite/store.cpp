@@ -212,6 +212,20 @@ std::vector<std::pair<std::string, std::int64_t>> SqliteTransaction::status_coun
   return counts;
 }
 
+std::vector<LiveTaskCount> SqliteTransaction::live_task_counts() {
+  Prepared query(db_, kLiveTaskCounts);
+  std::vector<LiveTaskCount> counts;
+  while (query->executeStep()) {
+    counts.push_back({query->getColumn(0).getString(), query->getColumn(1).getString(),
+                      query->getColumn(2).getInt64(), query->getColumn(3).getInt64()});
+  }
+  return counts;
+}
+
+std::vector<TaskRow> SqliteTransaction::newest_tasks(std::size_t limit) {
+  return store::newest_tasks(db_, limit);
+}
+
 std::vector<EventRecord> SqliteTransaction::task_events(const std::string& task_id,
                                                         std::int64_t after, std::size_t limit) {
   Prepared query(db_,

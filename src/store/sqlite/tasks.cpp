@@ -164,6 +164,14 @@ std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& 
   return rows;
 }
 
+std::vector<TaskRow> newest_tasks(SQLite::Database& db, std::size_t limit) {
+  store::Prepared query(db, std::string("SELECT ") + kColumns + kNewestTasks);
+  query->bind(1, static_cast<std::int64_t>(limit));
+  std::vector<TaskRow> rows;
+  while (query->executeStep()) rows.push_back(read_row(*query));
+  return rows;
+}
+
 // The fleet order, merged from its groups: the queued tasks of one (priority, scope_key,
 // scope_weight) share their first two sort keys, so each group is read in seq order straight
 // from the tasks_by_status_scope index and only the group heads are compared. A poll that
