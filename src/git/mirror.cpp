@@ -123,7 +123,10 @@ void Mirror::add(std::string_view pack, const std::string& want) {
   check(git_repository_odb(&raw_odb, repo_), "object store");
   const Handle<git_odb, git_odb_free> odb(raw_odb);
   const auto packs = std::filesystem::path(git_repository_path(repo_)) / "objects" / "pack";
-  git_indexer_options options = GIT_INDEXER_OPTIONS_INIT;
+  // The init function rather than GIT_INDEXER_OPTIONS_INIT, whose partial braces clang's
+  // -Wmissing-field-initializers refuses.
+  git_indexer_options options{};
+  check(git_indexer_options_init(&options, GIT_INDEXER_OPTIONS_VERSION), "indexer options");
   git_indexer* raw_indexer = nullptr;
   check(git_indexer_new(&raw_indexer, packs.c_str(), 0, odb.get(), &options), "indexer");
   const Handle<git_indexer, git_indexer_free> indexer(raw_indexer);
