@@ -182,6 +182,18 @@ class TaskPlane {
   // Owner: every task's events after event id `after`, oldest first, at most `limit`, each with
   // its task id; `next_after` as above.
   nlohmann::json events_feed(std::size_t limit, std::int64_t after);
+  // Owner: the dashboard's figures: tasks by status ("tasks"), the live ones by status, scope
+  // and priority ("queue"), the newest tasks as summaries ("recent"), the feed's events after
+  // `events_after` (none: the newest 50; at most 200) with "next_after", all in one read; the
+  // store's backend, fleet_view() ("fleet") and, for a task, {view, heartbeats, events after
+  // task_events_after (at most 500), next_after, eligibility} ("task"; TASK_NOT_FOUND).
+  struct DashboardQuery {
+    std::size_t recent = 30;
+    std::optional<std::int64_t> events_after;
+    std::string task_id;  // empty: no task
+    std::int64_t task_events_after = 0;
+  };
+  nlohmann::json dashboard(const DashboardQuery& query);
   // Owner: {older_than_seconds} (at least 3600): the events and stored result submissions of
   // terminal tasks last updated longer ago than that, deleted in batches; nothing of a live
   // task. PRUNE_AGE_INVALID. {pruned_tasks, before}.

@@ -25,9 +25,16 @@ class TaskApiMetrics {
  public:
   static constexpr std::array<double, 10> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                                       0.025,  0.05,  0.1,    0.25,  1.0};
-  void observe(const std::string& route, int status, std::chrono::nanoseconds elapsed);
-  void count_claim() { ++claims_; }
-  void count_result() { ++results_; }
+  // The counters' history kept for the dashboard: kHistory slots of kSlotSeconds each.
+  static constexpr std::size_t kHistory = 60;
+  static constexpr std::int64_t kSlotSeconds = 10;
+
+  // `waited`: a long poll answered when its wait ended, which the history leaves out (its
+  // latency is the wait the worker asked for, not the server's).
+  void observe(const std::string& route, int status, std::chrono::nanoseconds elapsed,
+               bool waited = false);
+  void count_claim();
+  void count_result();
   void count_expired(std::uint64_t n) { expired_ += n; }
   // The replica's state, for /health and /metrics: its store (set once before serving; its
   // backend and pool; none: "sqlite" and no pool lines), and whether it holds the lead of the
@@ -39,8 +46,24 @@ class TaskApiMetrics {
 
   // The exposition text, with `task_counts` as the aios_tasks gauge.
   std::string render(const std::vector<std::pair<std::string, std::int64_t>>& task_counts);
+  // The same counters as JSON for the dashboard, with "history": what each of the last
+  // kHistory slots of kSlotSeconds added to them ({at: the slot's start in epoch seconds,
+  // claims, results, requests, latency_seconds_sum}; requests answered at once), oldest first,
+  // idle slots left out.
+  nlohmann::json snapshot();
 
  private:
+  struct Slot {
+    std::int64_t start = -1;  // epoch seconds; -1: never used
+    std::uint64_t claims = 0;
+    std::uint64_t results = 0;
+    std::uint64_t requests = 0;
+    double latency_sum = 0;
+  };
+  // The slot of the current time, emptied when it last held an older one. Under mutex_.
+  Slot& current_slot();
+  std::array<Slot, kHistory> history_{};
+
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::uint64_t> requests_;
   std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets_{};
@@ -139,6 +162,8 @@ class TaskApi {
   http::Response route(const http::Request& request, std::string& route_name);
   http::Response claim_next(const Agent& agent, const nlohmann::json& body);
   http::Response result(const Agent& agent, const std::string& task_id, nlohmann::json body);
+  // GET /v1/dashboard (src/taskapi/dashboard.cpp).
+  http::Response dashboard(const http::Request& request);
 
   TaskPlane& plane_;
   http::OwnerToken owner_;

@@ -18,7 +18,7 @@ struct AgentOptions {
   std::string certificate_uri;
   std::string certificate_sha256;
 };
-using Options = std::shared_ptr<AgentOptions>;
+using SharedAgentOptions = std::shared_ptr<AgentOptions>;
 
 Json binding_of(const AgentOptions& o) {
   Json binding = Json::object();
@@ -27,7 +27,7 @@ Json binding_of(const AgentOptions& o) {
   return binding;
 }
 
-void add_agents(CLI::App& app, Action& action, const Options& o) {
+void add_agents(CLI::App& app, Action& action, const SharedAgentOptions& o) {
   auto* agents = app.add_subcommand("agents", "Agents: create, revoke, rotate, certificate");
   agents->require_subcommand(1);
   const auto with_certificate = [o](CLI::App* command) {

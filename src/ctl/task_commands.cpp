@@ -51,9 +51,9 @@ struct TaskOptions {
   std::vector<std::string> exchange_roots;
   std::vector<std::string> workspace_roots;
 };
-using Options = std::shared_ptr<TaskOptions>;
+using SharedTaskOptions = std::shared_ptr<TaskOptions>;
 
-void add_list(CLI::App& app, Action& action, const Options& o) {
+void add_list(CLI::App& app, Action& action, const SharedTaskOptions& o) {
   auto* tasks = app.add_subcommand("tasks", "List tasks in queue order");
   tasks->add_option("--status", o->status, "Only this status (QUEUED, CLAIMED, VERIFYING, ...)");
   tasks->add_option("--tenant", o->tenant, "Only this tenant's tasks (its projects' too)");
@@ -78,7 +78,7 @@ long long revision_of(Context& c, const TaskOptions& o) {
   return c.client.get(Service::kApi, task_path(o.id)).at("revision").get<long long>();
 }
 
-void add_task(CLI::App& app, Action& action, const Options& o) {
+void add_task(CLI::App& app, Action& action, const SharedTaskOptions& o) {
   auto* task = app.add_subcommand("task", "One task: show, events, why, cancel, verify, rebind");
   task->require_subcommand(1);
   const auto with_id = [o](CLI::App* command) {
@@ -193,7 +193,7 @@ void add_task(CLI::App& app, Action& action, const Options& o) {
   });
 }
 
-void add_create_and_plans(CLI::App& app, Action& action, const Options& o) {
+void add_create_and_plans(CLI::App& app, Action& action, const SharedTaskOptions& o) {
   auto* create = app.add_subcommand("create", "Project a task from its JSON (a file or -)");
   create->add_option("file", o->file, "The task's JSON, or - for standard input")->required();
   create->callback([&action, o] {
@@ -222,7 +222,7 @@ void add_create_and_plans(CLI::App& app, Action& action, const Options& o) {
   });
 }
 
-void add_store_commands(CLI::App& app, Action& action, const Options& o) {
+void add_store_commands(CLI::App& app, Action& action, const SharedTaskOptions& o) {
   auto* events = app.add_subcommand("events", "Every task's events, oldest first");
   events->add_option("--limit", o->limit, "At most this many")->check(CLI::Range(1, 1000));
   events->add_option("--after", o->after, "After this event id (a page's next_after)");

@@ -133,8 +133,14 @@ void check_lease(store::Transaction& tx, const store::TaskRow& row, const Agent&
 void check_attempt(store::Transaction& tx, const store::TaskRow& row, const Agent& agent,
                    const LeaseProof& proof, TimePoint now, const std::string& current_digest);
 
+// The tenant a scope key names ("tenant:<t>" and "project:<t>/<p>": t); "" for "global".
+std::string tenant_of(const std::string& scope_key);
+
 // The task view the API returns: never a token hash.
 nlohmann::json view_of(const store::TaskRow& row);
+
+// An event as the API returns it; `with_task`: with its task id (the fleet-wide feeds).
+nlohmann::json event_view(const store::EventRecord& event, bool with_task);
 
 // A fresh agent token: "aios_" and 64 hex digits from the CSPRNG.
 std::string new_agent_token(Random& random);

@@ -137,12 +137,7 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
     if (!row || !readable_by(tx, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
     for (const auto& event : tx.task_events(task_id, after, limit)) {
       last = event.event_id;
-      events.push_back(
-          {{"event_id", event.event_id},
-           {"event_type", event.event_type},
-           {"agent_id", event.agent_id},
-           {"payload", fleet::parse_column(event.payload_json, nlohmann::json::object())},
-           {"created_at", event.created_at}});
+      events.push_back(fleet::event_view(event, false));
     }
   });
   return {{"task_id", task_id}, {"events", events}, {"next_after", last}};
@@ -154,13 +149,7 @@ nlohmann::json TaskPlane::events_feed(std::size_t limit, std::int64_t after) {
   store_.read([&](store::Transaction& tx) {
     for (const auto& event : tx.events_after(after, limit)) {
       last = event.event_id;
-      events.push_back(
-          {{"event_id", event.event_id},
-           {"task_id", event.task_id},
-           {"event_type", event.event_type},
-           {"agent_id", event.agent_id},
-           {"payload", fleet::parse_column(event.payload_json, nlohmann::json::object())},
-           {"created_at", event.created_at}});
+      events.push_back(fleet::event_view(event, true));
     }
   });
   return {{"events", events}, {"next_after", last}};

@@ -28,6 +28,8 @@ WorkerState state_of(const store::WorkerRecord& record) {
   return state;
 }
 
+}  // namespace
+
 std::string tenant_of(const std::string& scope_key) {
   // scope keys: "global", "tenant:<t>", "project:<t>/<p>"
   const auto colon = scope_key.find(':');
@@ -35,8 +37,6 @@ std::string tenant_of(const std::string& scope_key) {
   const auto rest = scope_key.substr(colon + 1);
   return rest.substr(0, rest.find('/'));
 }
-
-}  // namespace
 
 std::optional<WorkerState> load_worker(store::Transaction& tx, const std::string& worker_id,
                                        double now) {
@@ -175,6 +175,16 @@ nlohmann::json execution_of(const store::TaskRow& row) {
   const auto metadata = parse_column(row.metadata_json, nlohmann::json::object());
   const auto it = metadata.find("execution");
   return it == metadata.end() ? nlohmann::json::object() : *it;
+}
+
+nlohmann::json event_view(const store::EventRecord& event, bool with_task) {
+  nlohmann::json view = {{"event_id", event.event_id}};
+  if (with_task) view["task_id"] = event.task_id;
+  view["event_type"] = event.event_type;
+  view["agent_id"] = event.agent_id;
+  view["payload"] = parse_column(event.payload_json, nlohmann::json::object());
+  view["created_at"] = event.created_at;
+  return view;
 }
 
 nlohmann::json view_of(const store::TaskRow& row) {

@@ -1,11 +1,59 @@
+#include <algorithm>
 #include <sstream>
 
 #include "aios/taskapi.hpp"
 
 namespace aios {
 
-void TaskApiMetrics::observe(const std::string& route, int status,
-                             std::chrono::nanoseconds elapsed) {
+TaskApiMetrics::Slot& TaskApiMetrics::current_slot() {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const auto start = now - now % kSlotSeconds;
+  auto& slot = history_[static_cast<std::size_t>(start / kSlotSeconds) % kHistory];
+  if (slot.start != start) slot = Slot{.start = start};
+  return slot;
+}
+
+void TaskApiMetrics::count_claim() {
+  ++claims_;
+  std::lock_guard lock(mutex_);
+  ++current_slot().claims;
+}
+
+void TaskApiMetrics::count_result() {
+  ++results_;
+  std::lock_guard lock(mutex_);
+  ++current_slot().results;
+}
+
+nlohmann::json TaskApiMetrics::snapshot() {
+  std::lock_guard lock(mutex_);
+  const auto oldest = current_slot().start - static_cast<std::int64_t>(kHistory - 1) * kSlotSeconds;
+  std::vector<const Slot*> slots;
+  for (const auto& slot : history_) {
+    if (slot.start >= oldest) slots.push_back(&slot);
+  }
+  std::sort(slots.begin(), slots.end(), [](auto* a, auto* b) { return a->start < b->start; });
+  nlohmann::json history = nlohmann::json::array();
+  for (const auto* slot : slots) {
+    history.push_back({{"at", slot->start},
+                       {"claims", slot->claims},
+                       {"results", slot->results},
+                       {"requests", slot->requests},
+                       {"latency_seconds_sum", slot->latency_sum}});
+  }
+  return {{"claims_total", claims_.load()},
+          {"results_total", results_.load()},
+          {"lease_expiries_total", expired_.load()},
+          {"requests_total", latency_count_},
+          {"request_seconds_sum", latency_sum_},
+          {"slot_seconds", kSlotSeconds},
+          {"history", history}};
+}
+
+void TaskApiMetrics::observe(const std::string& route, int status, std::chrono::nanoseconds elapsed,
+                             bool waited) {
   const double seconds = std::chrono::duration<double>(elapsed).count();
   std::lock_guard lock(mutex_);
   ++requests_[{route, status}];
@@ -14,6 +62,10 @@ void TaskApiMetrics::observe(const std::string& route, int status,
   ++latency_buckets_[bucket];
   latency_sum_ += seconds;
   ++latency_count_;
+  if (waited) return;
+  auto& slot = current_slot();
+  ++slot.requests;
+  slot.latency_sum += seconds;
 }
 
 std::string TaskApiMetrics::render(

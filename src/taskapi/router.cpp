@@ -7,7 +7,9 @@
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
 #include "aios/taskapi.hpp"
+#include "aios/ui.hpp"
 #include "aios/version.hpp"
+#include "taskapi/query.hpp"
 
 namespace aios {
 namespace {
@@ -28,10 +30,17 @@ std::vector<std::string_view> segments_of(std::string_view path) {
   return parts;
 }
 
-std::string task_id_of(std::string_view segment) {
-  // An id outside the task-id pattern can name no task.
-  if (!envelope::is_task_id(segment)) fail(ErrorCode::TASK_NOT_FOUND);
-  return std::string(segment);
+http::Response ok(const nlohmann::json& body) {
+  return http::json_response(200, body);
+}
+
+}  // namespace
+
+namespace taskapi {
+
+std::string task_id_of(std::string_view text) {
+  if (!envelope::is_task_id(text)) fail(ErrorCode::TASK_NOT_FOUND);
+  return std::string(text);
 }
 
 std::int64_t query_int(const http::Request& request, const char* name, std::int64_t fallback,
@@ -47,11 +56,10 @@ std::int64_t query_int(const http::Request& request, const char* name, std::int6
   return value;
 }
 
-http::Response ok(const nlohmann::json& body) {
-  return http::json_response(200, body);
-}
+}  // namespace taskapi
 
-}  // namespace
+using taskapi::query_int;
+using taskapi::task_id_of;
 
 TaskApi::TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metrics,
                  fleet::ClaimResolver* resolver, std::chrono::milliseconds claim_recheck)
@@ -154,7 +162,7 @@ http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& bod
       [this, later, answer, started](std::optional<nlohmann::json> found, const Error* error) {
         auto response = error != nullptr ? http::error_response(*error) : answer(std::move(found));
         metrics_.observe("tasks_claim_next", response.status,
-                         std::chrono::steady_clock::now() - started);
+                         std::chrono::steady_clock::now() - started, true);
         later->complete(std::move(response));
       });
   http::Response response;
@@ -183,6 +191,11 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     response.content_type = "text/plain; version=0.0.4";
     response.body = metrics_.render(plane_.status_counts());
     return response;
+  }
+  if (n >= 1 && parts[0] == "ui" && method == "GET") {
+    // The page and its files are the same for everyone; what it shows needs the owner token.
+    route_name = "ui";
+    if (auto page = ui::file(request.path)) return std::move(*page);
   }
   if (n < 2 || parts[0] != "v1") fail(ErrorCode::NOT_FOUND);
 
@@ -254,6 +267,11 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     status["version"] = kVersion;
     status["leader"] = metrics_.leader();
     return ok(status);
+  }
+  if (n == 2 && parts[1] == "dashboard" && method == "GET") {
+    route_name = "dashboard";
+    need_owner();
+    return dashboard(request);
   }
   if (n == 2 && parts[1] == "prune" && method == "POST") {
     route_name = "prune";

@@ -341,6 +341,18 @@ class AuthorizationMatrixTest : public bridge_test::BridgeTest {
            return Call{"/v1/events?after=0", {}};
          },
          owner_only},
+        {"GET /v1/dashboard", Port::kTaskApi, "GET",
+         [this](const std::string& id) {
+           queued_capture(id);
+           return Call{"/v1/dashboard?task=" + id, {}};
+         },
+         owner_only},
+        // The page is the same for everyone; what it shows comes from GET /v1/dashboard.
+        {"GET /ui/", Port::kTaskApi, "GET",
+         [](const std::string&) {
+           return Call{"/ui/", {}};
+         },
+         anyone},
         {"GET /v1/status", Port::kTaskApi, "GET",
          [](const std::string&) {
            return Call{"/v1/status", {}};
@@ -452,7 +464,7 @@ TEST_F(AuthorizationMatrixTest, OnlyTheDocumentedRoleSucceedsAndRefusalsWriteNot
       EXPECT_EQ(footprint(), before) << "a refused call wrote to the database";
     }
   }
-  EXPECT_EQ(cells, 34 * 5);
+  EXPECT_EQ(cells, 36 * 5);
 }
 
 TEST_F(AuthorizationMatrixTest, AnAgentNeverSeesAnotherAgentsClaimInListsOrPolls) {
