@@ -241,7 +241,8 @@ def run(args, state, suite, store):
                         ready="TASK_API_LISTENING")
     api, bridge_port = Api(ready["port"], control), ready["bridge_port"]
     bridge = Api(bridge_port, control)
-    print(f"== Task API :{ready['port']}, Bridge :{bridge_port}")
+    print(f"== Task API :{ready['port']}, Bridge :{bridge_port}; the dashboard: {api.base}/ui/ "
+          f"(sign in with the owner token in {state / 'control.token'})")
 
     profiles, exchange = state / "profiles", state / "exchange"
     for path in (profiles, exchange, state / "executor-tmp"):
@@ -370,6 +371,13 @@ def run(args, state, suite, store):
     for task_id, (status, view) in rows.items():
         print(f"{task_id:<18} {status:<10} {view['attempt']:<8} "
               f"{view['metadata']['execution']['action']:<14} {summary(view)}")
+    # What the dashboard shows of this run: the same tasks and workers, from one request.
+    board = api.call("GET", "/v1/dashboard")
+    shown = {row["task_id"] for row in board["recent"]} & set(tasks)
+    if len(shown) != len(tasks) or len(board["fleet"]["workers"]) != len(flavours):
+        fail(f"the dashboard shows {sorted(shown)} and {len(board['fleet']['workers'])} workers")
+    print(f"\nthe dashboard ({api.base}/ui/) shows these {len(shown)} tasks and "
+          f"{len(board['fleet']['workers'])} workers")
     print(f"\nbranches in {authority}:")
     print(git("--git-dir", str(authority), "branch", "--list", "agent/*", "-v"))
     # The operator's view of the same run, through aiosctl (the Task API, as the owner).
@@ -387,7 +395,8 @@ def run(args, state, suite, store):
                     "task why qs-hermes", "workers", "events", "status", "watch"):
         print(f"  aiosctl {command}")
     if args.keep:
-        print(f"\nthe suite keeps running: Task API {api.base}, Bridge {bridge.base}; "
+        print(f"\nthe suite keeps running: Task API {api.base} (dashboard {api.base}/ui/), "
+              f"Bridge {bridge.base}; "
               f"owner token in {state / 'control.token'}")
 
 

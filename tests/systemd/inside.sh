@@ -240,6 +240,15 @@ for runtime in hermes openclaw; do
 done
 check "source_capture: SUCCEEDED" succeeds sd-capture
 check "deterministic: SUCCEEDED" succeeds sd-deterministic
+dashboard_shows() {
+  curl -sfI $API/ui/ | grep -qi "^content-security-policy: default-src 'none'" || return 1
+  local board
+  board=$(owner GET $API/v1/dashboard) || return 1
+  [ "$(jq '[.recent[] | select(.task_id | startswith("sd-")) | select(.status == "SUCCEEDED")] | length' <<<"$board")" -ge 4 ] &&
+    [ "$(jq '.fleet.workers | length' <<<"$board")" -ge 3 ] || { echo "$board" | head -c 2000; return 1; }
+}
+check "the dashboard: /ui/ under its CSP, and GET /v1/dashboard shows the tasks SUCCEEDED and the workers" \
+  dashboard_shows
 committed() { # committed BRANCH PATH CONTENT-PREFIX
   local oid
   oid=$(view "${1#agent/}" | jq -r .result.commit_oid)

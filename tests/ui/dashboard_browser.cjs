@@ -1,0 +1,180 @@
+// The dashboard walked through in headless Chromium (playwright-core over the system browser),
+// against the daemons tests/ui/dashboard_test.py started. Every check throws on failure; the
+// exit code is the verdict. Config: the JSON in AIOS_UI_TEST.
+"use strict";
+
+const fs = require("fs");
+const path = require("path");
+const { chromium } = require("playwright-core");
+
+const config = JSON.parse(process.env.AIOS_UI_TEST);
+const token = fs.readFileSync(config.tokenFile, "utf8").trim();
+const T0 = Date.now();
+
+function say(text) {
+  console.log(`${((Date.now() - T0) / 1000).toFixed(1).padStart(6)}s  ${text}`);
+}
+
+function check(condition, text) {
+  if (!condition) throw new Error(`check failed: ${text}`);
+}
+
+async function api(method, route, body) {
+  const answer = await fetch(config.base + route, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const value = await answer.json();
+  if (answer.status >= 300) throw new Error(`${method} ${route} answered ${answer.status} ${JSON.stringify(value)}`);
+  return value;
+}
+
+// Waits (up to `seconds`) until `probe` in the page returns true.
+async function until(page, text, probe, arg, seconds = 30) {
+  try {
+    await page.waitForFunction(probe, arg, { timeout: seconds * 1000, polling: 100 });
+  } catch (error) {
+    await page.screenshot({ path: path.join(config.screenshots, "failure.png"), fullPage: true });
+    throw new Error(`timed out waiting for ${text}`);
+  }
+  say(`seen: ${text}`);
+}
+
+const rowStatus = ([id, status]) => {
+  const row = document.querySelector(`#recent tr[data-task="${id}"] .status`);
+  return row !== null && row.textContent === status && !document.getElementById("overview").hidden;
+};
+
+const taskPageStatus = ([id, status]) => {
+  const title = document.getElementById("task-title");
+  return !document.getElementById("task").hidden && title.textContent.includes(id) && title.textContent.includes(status);
+};
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: config.chromium,
+    headless: true,
+    // Root in a container: no user namespaces for Chromium's own sandbox.
+    chromiumSandbox: false,
+    args: ["--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const requests = [];
+  const problems = [];
+  page.on("request", (request) => requests.push({ url: request.url(), at: Date.now() }));
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    // A refused token is a 401 the browser also logs; anything else (a CSP refusal above all)
+    // is a defect of the page.
+    if (message.type() === "error" && !/status of 401/.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+
+  const first = await page.goto(`${config.base}/ui/`);
+  const headers = first.headers();
+  const csp = headers["content-security-policy"] || "";
+  check(/default-src 'none'/.test(csp) && /script-src 'self'/.test(csp) && /frame-ancestors 'none'/.test(csp), `a strict CSP header (got "${csp}")`);
+  check(!/unsafe-inline|unsafe-eval/.test(csp), "no unsafe-inline or unsafe-eval in the CSP");
+  check(headers["x-content-type-options"] === "nosniff", "X-Content-Type-Options: nosniff");
+  check(await page.locator("script:not([src])").count() === 0, "no inline script in the page");
+  say(`page loaded with CSP: ${csp}`);
+
+  // A wrong token is refused and shows nothing of the fleet.
+  await page.fill("#token", "x".repeat(64));
+  await page.keyboard.press("Enter");
+  await until(page, "the wrong token refused", () => /refused this token \(401/.test(document.getElementById("login-error").textContent));
+  check(await page.locator("#overview").isHidden(), "no overview after a wrong token");
+  check((await page.inputValue("#token")) === "", "the token field emptied");
+
+  // The owner's token: the overview, the quarantined spare worker marked in words.
+  await page.fill("#token", token);
+  await page.click("#login-form button[type=submit]");
+  await until(page, "the overview", () => !document.getElementById("overview").hidden);
+  await until(page, "worker-spare marked QUARANTINED", () => {
+    const row = document.querySelector('#workers tr[data-worker="worker-spare"]');
+    return row !== null && row.classList.contains("quarantined") && row.textContent.includes("QUARANTINED") && row.textContent.includes("rack-b");
+  });
+  check(!page.url().includes(token), "the token is not in the URL");
+
+  // A task created now appears queued (its worker is held in quarantine) ...
+  await api("POST", "/v1/tasks", config.task);
+  const id = config.task.task_id;
+  await until(page, `${id} QUEUED in the newest tasks`, rowStatus, [id, "QUEUED"]);
+  await until(page, "the live queue counts it", () => /QUEUED/.test(document.getElementById("queue").textContent));
+
+  // ... its page opens from the keyboard, and says why nobody takes it.
+  await page.focus(`#recent tr[data-task="${id}"] a`);
+  await page.keyboard.press("Enter");
+  await until(page, `${id}'s page`, taskPageStatus, [id, "QUEUED"]);
+  await until(page, "the eligibility answer: worker-hermes quarantined", () => {
+    const row = document.querySelector('#eligibility tr[data-worker="worker-hermes"]');
+    return row !== null && row.textContent.includes("worker quarantined") && row.textContent.includes("no");
+  });
+  const digest = (await api("GET", `/v1/tasks/${id}`)).execution_digest;
+  check(typeof digest === "string" && digest.length === 64, `the task has an envelope digest (${digest})`);
+  check((await page.textContent("#task-facts")).includes(digest), "the envelope digest on the task's page");
+  await page.screenshot({ path: path.join(config.screenshots, "task-queued-1280x800.png"), fullPage: true });
+
+  // Let the worker go: the page follows the task through its claim and result, live.
+  await api("PUT", "/v1/fleet/workers/worker-hermes", { quarantined: false });
+  await until(page, `${id} CLAIMED, its lease drawn`, taskPageStatus, [id, "CLAIMED"], 60);
+  await until(page, "the live lease on the timeline", () => document.querySelector("#timeline svg rect.lease") !== null);
+  await until(page, `${id} VERIFYING after the worker's result`, taskPageStatus, [id, "VERIFYING"], 90);
+  await until(page, "its heartbeats counted", () => /[1-9]\d* heartbeats? renewed the lease/.test(document.getElementById("timeline").textContent));
+  const view = await api("GET", `/v1/tasks/${id}`);
+  await api("POST", `/v1/tasks/${id}/verification`, { expected_revision: view.revision, decision: "PASS", reason: "checked by the dashboard test" });
+  await until(page, `${id} SUCCEEDED`, taskPageStatus, [id, "SUCCEEDED"]);
+  const timeline = await page.$$eval("#timeline li", (items) => items.map((item) => item.getAttribute("data-event")));
+  for (const event of ["TASK_CREATED", "TASK_CLAIMED", "TASK_RESULT_SUBMITTED", "TASK_VERIFIED"]) {
+    check(timeline.includes(event), `the timeline shows ${event} (it has ${timeline.join(", ")})`);
+  }
+  check(timeline.indexOf("TASK_CLAIMED") < timeline.indexOf("TASK_VERIFIED"), "the timeline in order");
+  check(await page.locator("#timeline svg circle").count() === timeline.length, "a mark on the drawn timeline per event");
+  check(/heartbeat/.test(await page.textContent("#timeline")), "the heartbeats told");
+  check(/PASS/.test(await page.textContent("#result")), "the verification decision shown");
+  await page.screenshot({ path: path.join(config.screenshots, "task-succeeded-1280x800.png"), fullPage: true });
+
+  // Back to the overview: the task SUCCEEDED there too, and the charts counted its claim.
+  await page.click("a.back");
+  await until(page, `${id} SUCCEEDED in the newest tasks`, rowStatus, [id, "SUCCEEDED"]);
+  await until(page, "the throughput chart counted the claim", () => /claims [1-9]/.test(document.getElementById("charts").textContent));
+  check((await page.textContent('#status-tiles [data-status="SUCCEEDED"]')).startsWith("1"), "one SUCCEEDED task in the tiles");
+  await page.screenshot({ path: path.join(config.screenshots, "overview-1280x800.png"), fullPage: true });
+
+  // A narrow window: one column, nothing wider than the window but the scrolling tables.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(1200);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(overflow <= 1, `no sideways scrolling on a narrow window (${overflow}px too wide)`);
+  await page.screenshot({ path: path.join(config.screenshots, "overview-390x844.png"), fullPage: true });
+
+  // Signing out forgets the token: the fleet is gone and no storage holds anything.
+  await page.click("#sign-out");
+  await until(page, "signed out", () => !document.getElementById("login").hidden && document.getElementById("overview").hidden);
+  const stored = await page.evaluate(() => [localStorage.length, sessionStorage.length, document.cookie]);
+  check(stored[0] === 0 && stored[1] === 0 && stored[2] === "", `nothing kept in storage (${JSON.stringify(stored)})`);
+  const quiet = requests.length;
+  await page.waitForTimeout(2500);
+  check(requests.length === quiet, "no request after signing out");
+
+  // Every request stayed on loopback and on this origin, never carried the token in its URL,
+  // and the page polled at most about once a second.
+  for (const request of requests) {
+    const url = new URL(request.url);
+    check(url.hostname === "127.0.0.1" && url.origin === config.base, `a request to ${request.url}`);
+    check(!request.url.includes(token), "a token in a request URL");
+  }
+  const polls = requests.filter((r) => new URL(r.url).pathname === "/v1/dashboard");
+  const seconds = (polls[polls.length - 1].at - polls[0].at) / 1000;
+  // Each navigation (sign-in, the task's page, back) asks at once; otherwise one a second.
+  check(polls.length <= seconds + 4, `${polls.length} polls in ${seconds.toFixed(1)} s`);
+  check(problems.length === 0, `no page errors or console errors: ${problems.join(" | ")}`);
+  say(`${requests.length} requests, all to ${config.base}; ${polls.length} polls in ${seconds.toFixed(1)} s`);
+  await browser.close();
+}
+
+main().catch((error) => {
+  console.error(`dashboard_browser: ${error.stack || error}`);
+  process.exit(1);
+});
