@@ -184,6 +184,41 @@ def git(*args, cwd=None):
                           text=True).stdout.strip()
 
 
+def secret_file(path, text):
+    """An owner-only file (the owner token, the exchange key), as the package's install makes."""
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+def exchange_key(state):
+    """The exchange key: the executor seals every answer with it and the workers refuse an
+    answer without its seal."""
+    return secret_file(state / "exchange_result_key", os.urandom(32).hex() + "\n")
+
+
+def demo_profile(runtime, script, **extra):
+    """A runtime profile that runs `script` with the system Python, JSON in and out."""
+    return json.dumps({
+        "schema": "aios.external-agent-runtime.profile.v1", "runtime": runtime,
+        "argv": ["/usr/bin/python3", str(script)], "input_mode": "stdin_json",
+        "output_mode": "stdout_json", "timeout_seconds": 60, "max_output_bytes": 65536, **extra})
+
+
+def seed_authority(state, files, who):
+    """A bare authority repository whose main holds `files` (name -> text); returns the base."""
+    authority, work = state / "authority.git", state / "seed"
+    git("init", "-q", "--bare", str(authority))
+    git("init", "-q", "-b", "main", str(work))
+    for name, text in files.items():
+        (work / name).write_text(text)
+    git("add", "-A", cwd=work)
+    git("-c", f"user.name={who}", "-c", f"user.email={who}@example.invalid", "commit", "-q",
+        "-m", "base", cwd=work)
+    git("push", "-q", str(authority), "main", cwd=work)
+    return git("rev-parse", "HEAD", cwd=work)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--keep", action="store_true", help="leave the suite running")
@@ -220,8 +255,7 @@ def main():
 
 def run(args, state, suite, store):
     control = hashlib.sha256(os.urandom(32)).hexdigest()
-    (state / "control.token").write_text(control)
-    os.chmod(state / "control.token", 0o600)
+    secret_file(state / "control.token", control)
     # The demo authority repository holds this project's own tree at its current commit.
     authority = state / "authority.git"
     git("init", "-q", "--bare", str(authority))
@@ -249,18 +283,10 @@ def run(args, state, suite, store):
         path.mkdir()
     (state / "demo_agent.py").write_text(DEMO_AGENT)
     for runtime in ("hermes", "openclaw"):
-        (profiles / f"{runtime}.json").write_text(json.dumps({
-            "schema": "aios.external-agent-runtime.profile.v1", "runtime": runtime,
-            "argv": ["/usr/bin/python3", str(state / "demo_agent.py")],
-            "input_mode": "stdin_json", "output_mode": "stdout_json",
-            "timeout_seconds": 60, "max_output_bytes": 65536}))
-    # The exchange key, as the package's install makes one: the executor seals every answer
-    # with it and the workers refuse an answer without its seal.
-    exchange_key = state / "exchange_result_key"
-    exchange_key.write_text(os.urandom(32).hex() + "\n")
-    exchange_key.chmod(0o600)
+        (profiles / f"{runtime}.json").write_text(demo_profile(runtime, state / "demo_agent.py"))
+    key = exchange_key(state)
     executor_argv = [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
-                     "--profile-root", str(profiles), "--exchange-key-file", str(exchange_key)]
+                     "--profile-root", str(profiles), "--exchange-key-file", str(key)]
     executor_env = {"TMPDIR": str(state / "executor-tmp")}
     if args.openclaw_profile:
         (profiles / "openclaw.json").write_bytes(args.openclaw_profile.read_bytes())
@@ -293,7 +319,7 @@ def run(args, state, suite, store):
             "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),
             "--agent-id", f"worker-{name}", "--capabilities", ",".join(caps),
             "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
-            "--executor-root", str(exchange), "--exchange-key-file", str(exchange_key),
+            "--executor-root", str(exchange), "--exchange-key-file", str(key),
             "--state-root", str(state / f"worker-{name}"),
             "--heartbeat-ms", "1000"], ready="WORKER_READY")
     print("== four daemons up: scheduler (Task API + Bridge), executor, rebind, 3 workers\n")

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quickstart import (BUILD, WRITER, Api, Suite, fail, git, open_store,  # noqa: E402
-                        store_options)
+from quickstart import (BUILD, WRITER, Api, Suite, demo_profile, exchange_key,  # noqa: E402
+                        fail, git, open_store, secret_file, seed_authority, store_options)
 
 # The agent runs in its sandbox, which has no file the soak could read afterwards: it reports
 # its goal (the task id) to the witness, its one network destination, and goes on only once the
@@ -202,19 +202,12 @@ def main():
 
 def run(args, rng, state, suite, workers, store):
     control = os.urandom(24).hex()
-    (state / "control.token").write_text(control)
-    os.chmod(state / "control.token", 0o600)
-    authority, work = state / "authority.git", state / "seed"
-    git("init", "-q", "--bare", str(authority))
-    git("init", "-q", "-b", "main", str(work))
-    (work / "README.md").write_text("soak\n")
-    (work / "scheduler.py").write_text("class FleetScheduler:\n    def claim_lease(self, worker):\n"
-                                       "        return self.queue.dispatch(worker)\n")
-    git("add", "-A", cwd=work)
-    git("-c", "user.name=soak", "-c", "user.email=soak@example.invalid", "commit", "-q", "-m",
-        "base", cwd=work)
-    git("push", "-q", str(authority), "main", cwd=work)
-    base = git("rev-parse", "HEAD", cwd=work)
+    secret_file(state / "control.token", control)
+    authority = state / "authority.git"
+    base = seed_authority(state, {
+        "README.md": "soak\n",
+        "scheduler.py": "class FleetScheduler:\n    def claim_lease(self, worker):\n"
+                        "        return self.queue.dispatch(worker)\n"}, "soak")
 
     if args.replicas > 1 and not store.startswith("postgresql://"):
         fail("--replicas needs a PostgreSQL store (--postgresql or --db postgresql://...)")
@@ -245,17 +238,12 @@ def run(args, rng, state, suite, workers, store):
         path.mkdir()
     (state / "agent.py").write_text(AGENT.replace("PORT", str(witness.port)))
     (state / "agent.py").chmod(0o644)
-    (profiles / "hermes.json").write_text(json.dumps({
-        "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
-        "argv": ["/usr/bin/python3", str(state / "agent.py")], "input_mode": "stdin_json",
-        "output_mode": "stdout_json", "timeout_seconds": 60, "max_output_bytes": 65536,
-        "network": [f"127.0.0.1:{witness.port}"]}))
-    exchange_key = state / "exchange_result_key"
-    exchange_key.write_text(os.urandom(32).hex() + "\n")
-    exchange_key.chmod(0o600)
+    (profiles / "hermes.json").write_text(
+        demo_profile("hermes", state / "agent.py", network=[f"127.0.0.1:{witness.port}"]))
+    key = exchange_key(state)
     suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
                              "--profile-root", str(profiles), "--concurrency", "4",
-                             "--exchange-key-file", str(exchange_key)],
+                             "--exchange-key-file", str(key)],
                 env={"TMPDIR": str(state / "executor-tmp")}, ready="EXTERNAL_AGENT_EXECUTOR_SERVING")
     executor_pid = suite.procs[-1][1].pid
 
@@ -273,7 +261,7 @@ def run(args, rng, state, suite, workers, store):
                 "--agent-token-file", str(state / f"{name}.token"),
                 "--agent-id", name, "--capabilities", ",".join(caps),
                 "--allowed-adapters", adapters, "--authority-git-dir", str(authority),
-                "--executor-root", str(exchange), "--exchange-key-file", str(exchange_key),
+                "--executor-root", str(exchange), "--exchange-key-file", str(key),
                 "--state-root", str(state / f"worker-{name}"), "--heartbeat-ms", "1000"]
         workers[name] = (start_worker(state, name, argv, 0), argv)
     daemons = {"scheduler": scheduler_pid, "executor": executor_pid}

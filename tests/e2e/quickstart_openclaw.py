@@ -7,7 +7,6 @@ called with the provider key, the key appears in none of the quickstart's output
 piped output is whole lines whose openclaw row shows the agent's answer."""
 
 import json
-import os
 import secrets
 import shutil
 import subprocess

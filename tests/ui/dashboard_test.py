@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from quickstart import BUILD, DEMO_AGENT, Api, Suite, git  # noqa: E402
+from quickstart import (BUILD, DEMO_AGENT, Api, Suite, demo_profile,  # noqa: E402
+                        exchange_key, secret_file, seed_authority)
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = os.environ.get("AIOS_CHROMIUM", "/usr/bin/chromium")
@@ -57,17 +58,9 @@ def main():
 
 def run(state, suite, node, playwright, shots):
     control = os.urandom(32).hex()
-    (state / "control.token").write_text(control)
-    os.chmod(state / "control.token", 0o600)
-    authority, seed = state / "authority.git", state / "seed"
-    git("init", "-q", "--bare", str(authority))
-    git("init", "-q", "-b", "main", str(seed))
-    (seed / "README.md").write_text("dashboard test\n")
-    git("add", "README.md", cwd=seed)
-    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "seed",
-        cwd=seed)
-    git("push", "-q", str(authority), "HEAD:refs/heads/main", cwd=seed)
-    base = git("rev-parse", "HEAD", cwd=seed)
+    secret_file(state / "control.token", control)
+    authority = state / "authority.git"
+    base = seed_authority(state, {"README.md": "dashboard test\n"}, "dashboard")
 
     ready = suite.start("scheduler", [
         str(BUILD / "aios-task-scheduler"), "--db", str(state / "tasks.sqlite3"),
@@ -82,14 +75,8 @@ def run(state, suite, node, playwright, shots):
         path.mkdir()
     # The demo agent, slowed so the worker heartbeats while it runs and the page sees the claim.
     (state / "demo_agent.py").write_text("import time\ntime.sleep(3)\n" + DEMO_AGENT)
-    (profiles / "hermes.json").write_text(json.dumps({
-        "schema": "aios.external-agent-runtime.profile.v1", "runtime": "hermes",
-        "argv": ["/usr/bin/python3", str(state / "demo_agent.py")],
-        "input_mode": "stdin_json", "output_mode": "stdout_json",
-        "timeout_seconds": 60, "max_output_bytes": 65536}))
-    key = state / "exchange_result_key"
-    key.write_text(os.urandom(32).hex() + "\n")
-    key.chmod(0o600)
+    (profiles / "hermes.json").write_text(demo_profile("hermes", state / "demo_agent.py"))
+    key = exchange_key(state)
     suite.start("executor", [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
                              "--profile-root", str(profiles), "--exchange-key-file", str(key)],
                 env={"TMPDIR": str(state / "executor-tmp")},
