@@ -88,8 +88,14 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
 constexpr std::size_t kMaxCertificateUri = 512;
 
 // {uri?, sha256?} as stored: the URI as given, the fingerprint as lower-case hex without the
-// colons openssl prints between its bytes.
-std::pair<std::string, std::string> certificate_binding_of(const nlohmann::json& value) {
+// colons openssl prints between its bytes. (A struct, not a pair: clang 14 cannot capture a
+// structured binding in the store's transaction lambda.)
+struct CertificateBinding {
+  std::string uri;
+  std::string sha256;
+};
+
+CertificateBinding certificate_binding_of(const nlohmann::json& value) {
   if (!value.is_object()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
   envelope::require_known_keys(value, {"uri", "sha256"},
                                ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
@@ -116,11 +122,11 @@ std::pair<std::string, std::string> certificate_binding_of(const nlohmann::json&
   return {std::move(uri), std::move(sha256)};
 }
 
-nlohmann::json binding_view(const std::string& uri, const std::string& sha256) {
-  if (uri.empty() && sha256.empty()) return nullptr;
+nlohmann::json binding_view(const CertificateBinding& binding) {
+  if (binding.uri.empty() && binding.sha256.empty()) return nullptr;
   nlohmann::json view = nlohmann::json::object();
-  if (!uri.empty()) view["uri"] = uri;
-  if (!sha256.empty()) view["sha256"] = sha256;
+  if (!binding.uri.empty()) view["uri"] = binding.uri;
+  if (!binding.sha256.empty()) view["sha256"] = binding.sha256;
   return view;
 }
 
@@ -150,34 +156,34 @@ nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
   const auto granted = worker_capability_list(body["granted_capabilities"]);
   const auto tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
                                  ErrorCode::AGENT_TENANTS_INVALID);
-  const auto [uri, sha256] = body.contains("client_certificate")
-                                 ? certificate_binding_of(body["client_certificate"])
-                                 : std::pair<std::string, std::string>();
+  const auto binding = body.contains("client_certificate")
+                           ? certificate_binding_of(body["client_certificate"])
+                           : CertificateBinding{};
   const std::string token = fleet::new_agent_token(environment_.random);
   const std::string now = format_iso8601(store_.now());
   store_.write([&](store::Transaction& tx) {
     if (tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);
     tx.insert_agent({agent_id, sha256_hex(token), canonical_json(granted), canonical_json(tenants),
-                     now, uri, sha256});
+                     now, binding.uri, binding.sha256});
   });
   return {{"agent_id", agent_id},
           {"granted_capabilities", granted},
           {"granted_tenants", tenants},
-          {"client_certificate", binding_view(uri, sha256)},
+          {"client_certificate", binding_view(binding)},
           {"token", token}};
 }
 
 nlohmann::json TaskPlane::bind_agent_certificate(const std::string& agent_id,
                                                  const nlohmann::json& body) {
-  const auto [uri, sha256] = certificate_binding_of(body);
+  const auto binding = certificate_binding_of(body);
   store_.write([&](store::Transaction& tx) {
     if (!tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_NOT_FOUND);
-    tx.set_agent_certificate(agent_id, uri, sha256);
+    tx.set_agent_certificate(agent_id, binding.uri, binding.sha256);
   });
   agents_->clear();  // the binding holds from this request on, not after a cache entry lapses
   log::info("AGENT_CERTIFICATE_BOUND",
-            {{"agent_id", agent_id}, {"client_certificate", binding_view(uri, sha256)}});
-  return {{"agent_id", agent_id}, {"client_certificate", binding_view(uri, sha256)}};
+            {{"agent_id", agent_id}, {"client_certificate", binding_view(binding)}});
+  return {{"agent_id", agent_id}, {"client_certificate", binding_view(binding)}};
 }
 
 std::optional<Agent> fleet::AgentCache::find(const std::string& token_sha256) {
