@@ -27,6 +27,11 @@ namespace aios::store {
 // The schema version both backends migrate to (each asserts its last migration is this one).
 inline constexpr int kSchemaVersion = 8;
 
+// A task in one of these has ended: no claim, result or verification changes it again.
+inline bool is_terminal_status(std::string_view status) {
+  return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
+}
+
 // One row of `tasks`, typed. Optional text columns are empty strings when NULL.
 struct TaskRow {
   std::string task_id;

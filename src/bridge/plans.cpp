@@ -52,10 +52,6 @@ nlohmann::json default_scope(const store::TaskRow& row) {
   return scope;
 }
 
-bool is_terminal(const std::string& status) {
-  return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
-}
-
 }  // namespace
 }  // namespace bridge
 
@@ -70,7 +66,7 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
     const auto row = fleet::load_existing_task(tx, task_id);
-    if (bridge::is_terminal(row.status)) envelope::fail(ErrorCode::TASK_TERMINAL);
+    if (store::is_terminal_status(row.status)) envelope::fail(ErrorCode::TASK_TERMINAL);
     const auto required = fleet::parse_column(row.required_capabilities_json, bridge::kEmptyArray);
     nlohmann::json request = {
         {"action", "deterministic"},

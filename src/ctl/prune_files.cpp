@@ -8,6 +8,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/files.hpp"
+#include "aios/store.hpp"
 #include "ctl/commands.hpp"
 
 namespace aios::ctl {
@@ -26,8 +27,8 @@ class EndedTasks {
     if (known != ended_.end()) return known->second;
     bool done = false;
     try {
-      const auto status = client_.get(Service::kApi, "/v1/tasks/" + task_id).value("status", "");
-      done = status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
+      done = store::is_terminal_status(
+          client_.get(Service::kApi, "/v1/tasks/" + task_id).value("status", ""));
     } catch (const Error& error) {
       if (!error.is(ErrorCode::TASK_NOT_FOUND)) throw;
     }

@@ -13,10 +13,6 @@ using envelope::fail;
 using envelope::kEmptyText;
 using envelope::kNull;
 
-bool is_terminal(const std::string& status) {
-  return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
-}
-
 std::string reason_of(const nlohmann::json& body) {
   const auto& reason = envelope::get_or(body, "reason", kEmptyText);
   if (!reason.is_string() || count_code_points(reason.get_ref<const std::string&>()) > 512) {
@@ -328,7 +324,7 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
   nlohmann::json view;
   store_.write([&](store::Transaction& tx) {
     auto row = fleet::load_existing_task(tx, task_id);
-    if (is_terminal(row.status)) fail(ErrorCode::TASK_TERMINAL);
+    if (store::is_terminal_status(row.status)) fail(ErrorCode::TASK_TERMINAL);
     if (body.contains("expected_revision") &&
         envelope::require_int(body["expected_revision"], 0, INT64_MAX,
                               ErrorCode::REVISION_INVALID) != row.revision) {
