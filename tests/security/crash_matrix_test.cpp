@@ -16,6 +16,7 @@
 
 #include "aios/canonical.hpp"
 #include "rebind/rebind_daemon.hpp"
+#include "support/rounds.hpp"
 #include "support/store_rows.hpp"
 #include "support/witness.hpp"
 #include "taskapi/client.hpp"
@@ -29,7 +30,7 @@ using taskapi_test::Json;
 using taskapi_test::Reply;
 using taskapi_test::require;
 
-constexpr int kCyclesPerPhase = 20;
+constexpr int kCyclesPerPhase = test::rounds(20, 3);
 
 // Waits for the armed daemon to kill itself at its fault point; checks that it did.
 void expect_fault_kill(test::Daemon& daemon) {
@@ -138,10 +139,11 @@ class SchedulerRandomKillTest : public taskapi_test::SchedulerTest {};
 
 TEST_F(SchedulerRandomKillTest, RandomKillsUnderTrafficLoseNoAcknowledgedResult) {
   // Given a client creating, claiming and submitting without pause, and the scheduler SIGKILLed
-  // at a random moment (AIOS_CRASH_RANDOM_KILLS times, 200 by default), we should find after
+  // at a random moment (AIOS_CRASH_RANDOM_KILLS times, 200 by default, 20 under the
+  // sanitizers: test::rounds), we should find after
   // every kill an intact database, and at the end every acknowledged result stored exactly as
   // sent with one result event, and never two claims or two results for one attempt.
-  int kills = 200;
+  int kills = test::rounds(200, 20);
   if (const char* value = std::getenv("AIOS_CRASH_RANDOM_KILLS")) kills = std::atoi(value);
   const std::string token = create_agent("agent-random", {"git.read"});
   {

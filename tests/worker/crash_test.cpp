@@ -6,6 +6,7 @@
 #include <csignal>
 #include <string>
 
+#include "support/rounds.hpp"
 #include "worker/worker_fixture.hpp"
 
 namespace aios::worker_test {
@@ -41,9 +42,10 @@ class WorkerCrashTest : public WorkerTest, public ::testing::WithParamInterface<
   }
 };
 
-// The bar: at least 20 kills at every phase. Each kill is a new task on the same worker,
-// so the counts below are per task and the agent ledger grows by exactly one per round.
-constexpr int kKillsPerPhase = 20;
+// The bar: at least 20 kills at every phase (3 under the sanitizers). Each kill is a new
+// task on the same worker, so the counts below are per task and the agent ledger grows by exactly
+// one per round.
+constexpr int kKillsPerPhase = test::rounds(20, 3);
 
 TEST_P(WorkerCrashTest, RestartNeverRunsCommitsOrSubmitsTwice) {
   const bool deterministic = std::string(GetParam().action) == "deterministic";
