@@ -235,6 +235,7 @@ void Session::answer() {
   // goes away is seen (Later::abandoned) before the answer acts for it.
   const auto later = std::move(response.later);
   awaiting_ = true;
+  watching_ = true;
   lowest().expires_never();  // the wait is the handler's to bound
   with_stream([this, &later](auto& stream) {
     stream.async_read_some(
@@ -242,10 +243,15 @@ void Session::answer() {
         // Weak: the handler's Later alone decides its life (a dropped one answers 500).
         [self = shared_from_this(), weak = std::weak_ptr<Later>(later)](beast::error_code ec,
                                                                         std::size_t bytes) {
+          self->watching_ = false;
           self->buffer_.commit(bytes);  // a pipelined request waits in the buffer for its turn
           const auto watched = weak.lock();
           if (watched && self->awaiting_ && ec && ec != net::error::operation_aborted) {
             watched->abandon();
+          }
+          if (self->after_watch_) {
+            self->after_watch_ = false;
+            self->after_answer();
           }
         });
   });
@@ -299,6 +305,17 @@ void Session::on_sent(beast::error_code ec, std::size_t) {
     malloc_trim(0);
   }
   if (ec) return close();
+  // Two io threads may run the cancelled watch's completion after this write's (a strand keeps
+  // handlers apart, not in the order their operations ended): two reads at once on one stream
+  // would share its buffer, so the next one waits for the watch to end.
+  if (watching_) {
+    after_watch_ = true;
+    return;
+  }
+  after_answer();
+}
+
+void Session::after_answer() {
   if (keep_alive_) return read_header();
   linger();
 }

@@ -65,6 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void answer();
   void send(Response response);
   void on_sent(beast::error_code ec, std::size_t bytes);
+  void after_answer();
   void refuse(ErrorCode code);
   void linger();
   void on_linger(beast::error_code ec, std::size_t bytes);
@@ -84,6 +85,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool counted_ = false;  // this request is counted in state_->in_flight
   bool stop_requested_ = false;
   bool awaiting_ = false;  // a later answer is awaited and the connection watched
+  // The watch's read has not completed yet (a cancelled read completes later, and its handler
+  // may run after the answer's write): no other read may start on the stream before it has.
+  bool watching_ = false;
+  bool after_watch_ = false;  // the answer is out; read on (or linger) once the watch is over
   std::size_t lingered_bytes_ = 0;
   // The answer every request on this connection gets: its client certificate failed.
   std::optional<ErrorCode> refusal_;
