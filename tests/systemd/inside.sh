@@ -241,8 +241,9 @@ done
 check "source_capture: SUCCEEDED" succeeds sd-capture
 check "deterministic: SUCCEEDED" succeeds sd-deterministic
 dashboard_shows() {
-  curl -sfI $API/ui/ | grep -qi "^content-security-policy: default-src 'none'" || return 1
-  local board
+  local head board
+  head=$(curl -sf -D - -o /dev/null $API/ui/) || return 1
+  grep -qi "^content-security-policy: default-src 'none'" <<<"$head" || { echo "$head"; return 1; }
   board=$(owner GET $API/v1/dashboard) || return 1
   [ "$(jq '[.recent[] | select(.task_id | startswith("sd-")) | select(.status == "SUCCEEDED")] | length' <<<"$board")" -ge 4 ] &&
     [ "$(jq '.fleet.workers | length' <<<"$board")" -ge 3 ] || { echo "$board" | head -c 2000; return 1; }
