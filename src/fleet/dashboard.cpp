@@ -45,10 +45,7 @@ nlohmann::json TaskPlane::dashboard(const DashboardQuery& query) {
     for (const auto& row : tx.newest_tasks(query.recent)) view["recent"].push_back(summary_of(row));
     last = query.events_after ? *query.events_after
                               : std::max<std::int64_t>(0, tx.last_event_id() - kFirstEvents);
-    for (const auto& event : tx.events_after(last, kMaxEvents)) {
-      last = event.event_id;
-      view["events"].push_back(fleet::event_view(event, true));
-    }
+    last = fleet::append_events(tx.events_after(last, kMaxEvents), true, view["events"], last);
   });
   view["next_after"] = last;
   view["backend"] = store_.backend();
@@ -60,13 +57,10 @@ nlohmann::json TaskPlane::dashboard(const DashboardQuery& query) {
       task["view"] = fleet::view_of(row);
       // Heartbeats leave no event (they make no revision); each advances the lease generation.
       task["heartbeats"] = row.lease_generation;
-      auto& events = task["events"] = nlohmann::json::array();
-      std::int64_t task_last = query.task_events_after;
-      for (const auto& event : tx.task_events(query.task_id, task_last, kTaskEvents)) {
-        task_last = event.event_id;
-        events.push_back(fleet::event_view(event, false));
-      }
-      task["next_after"] = task_last;
+      task["events"] = nlohmann::json::array();
+      task["next_after"] =
+          fleet::append_events(tx.task_events(query.task_id, query.task_events_after, kTaskEvents),
+                               false, task["events"], query.task_events_after);
     });
     task["eligibility"] = eligibility(query.task_id);
     view["task"] = std::move(task);

@@ -139,8 +139,10 @@ std::string tenant_of(const std::string& scope_key);
 // The task view the API returns: never a token hash.
 nlohmann::json view_of(const store::TaskRow& row);
 
-// An event as the API returns it; `with_task`: with its task id (the fleet-wide feeds).
-nlohmann::json event_view(const store::EventRecord& event, bool with_task);
+// Appends `events` to the JSON array `out` as the API returns them (`with_task`: each with its
+// task id, for the fleet-wide feeds); returns the last one's id, or `last` when there is none.
+std::int64_t append_events(const std::vector<store::EventRecord>& events, bool with_task,
+                           nlohmann::json& out, std::int64_t last);
 
 // A fresh agent token: "aios_" and 64 hex digits from the CSPRNG.
 std::string new_agent_token(Random& random);

@@ -135,10 +135,7 @@ nlohmann::json TaskPlane::task_events(const std::string& task_id, const Agent* r
   store_.read([&](store::Transaction& tx) {
     const auto row = tx.load_task(task_id);
     if (!row || !readable_by(tx, *row, reader)) fail(ErrorCode::TASK_NOT_FOUND);
-    for (const auto& event : tx.task_events(task_id, after, limit)) {
-      last = event.event_id;
-      events.push_back(fleet::event_view(event, false));
-    }
+    last = fleet::append_events(tx.task_events(task_id, after, limit), false, events, after);
   });
   return {{"task_id", task_id}, {"events", events}, {"next_after", last}};
 }
@@ -147,10 +144,7 @@ nlohmann::json TaskPlane::events_feed(std::size_t limit, std::int64_t after) {
   nlohmann::json events = nlohmann::json::array();
   std::int64_t last = after;
   store_.read([&](store::Transaction& tx) {
-    for (const auto& event : tx.events_after(after, limit)) {
-      last = event.event_id;
-      events.push_back(fleet::event_view(event, true));
-    }
+    last = fleet::append_events(tx.events_after(after, limit), true, events, after);
   });
   return {{"events", events}, {"next_after", last}};
 }

@@ -177,14 +177,19 @@ nlohmann::json execution_of(const store::TaskRow& row) {
   return it == metadata.end() ? nlohmann::json::object() : *it;
 }
 
-nlohmann::json event_view(const store::EventRecord& event, bool with_task) {
-  nlohmann::json view = {{"event_id", event.event_id}};
-  if (with_task) view["task_id"] = event.task_id;
-  view["event_type"] = event.event_type;
-  view["agent_id"] = event.agent_id;
-  view["payload"] = parse_column(event.payload_json, nlohmann::json::object());
-  view["created_at"] = event.created_at;
-  return view;
+std::int64_t append_events(const std::vector<store::EventRecord>& events, bool with_task,
+                           nlohmann::json& out, std::int64_t last) {
+  for (const auto& event : events) {
+    nlohmann::json view = {{"event_id", event.event_id}};
+    if (with_task) view["task_id"] = event.task_id;
+    view["event_type"] = event.event_type;
+    view["agent_id"] = event.agent_id;
+    view["payload"] = parse_column(event.payload_json, nlohmann::json::object());
+    view["created_at"] = event.created_at;
+    out.push_back(std::move(view));
+    last = event.event_id;
+  }
+  return last;
 }
 
 nlohmann::json view_of(const store::TaskRow& row) {
