@@ -164,6 +164,8 @@ class TaskApi {
   http::Response result(const Agent& agent, const std::string& task_id, nlohmann::json body);
   // GET /v1/dashboard (src/taskapi/dashboard.cpp).
   http::Response dashboard(const http::Request& request);
+  // Adds which daemon answered to an owner's view: service, version, whether it leads.
+  void identify(nlohmann::json& view) const;
 
   TaskPlane& plane_;
   http::OwnerToken owner_;

@@ -18,12 +18,16 @@ http::Response TaskApi::dashboard(const http::Request& request) {
     query.task_events_after = taskapi::query_int(request, "task_after", 0, 0, INT64_MAX);
   }
   auto view = plane_.dashboard(query);
-  view["service"] = "aios-task-scheduler";
-  view["version"] = kVersion;
-  view["leader"] = metrics_.leader();
+  identify(view);
   view["now"] = format_iso8601(std::chrono::system_clock::now());
   view["metrics"] = metrics_.snapshot();
   return http::json_response(200, view);
+}
+
+void TaskApi::identify(nlohmann::json& view) const {
+  view["service"] = "aios-task-scheduler";
+  view["version"] = kVersion;
+  view["leader"] = metrics_.leader();
 }
 
 }  // namespace aios

@@ -8,7 +8,6 @@
 #include "aios/log.hpp"
 #include "aios/taskapi.hpp"
 #include "aios/ui.hpp"
-#include "aios/version.hpp"
 #include "taskapi/query.hpp"
 
 namespace aios {
@@ -263,9 +262,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     route_name = "status";
     need_owner();
     auto status = plane_.store_status();
-    status["service"] = "aios-task-scheduler";
-    status["version"] = kVersion;
-    status["leader"] = metrics_.leader();
+    identify(status);
     return ok(status);
   }
   if (n == 2 && parts[1] == "dashboard" && method == "GET") {
