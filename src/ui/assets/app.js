@@ -485,7 +485,13 @@
 
   function route() {
     const match = /^#\/task\/(.+)$/.exec(location.hash);
-    return match ? decodeURIComponent(match[1]) : null;
+    if (!match) return null;
+    // A hand-typed hash with a stray "%" must not stop the poll: it names no task as it stands.
+    try {
+      return decodeURIComponent(match[1]);
+    } catch {
+      return match[1];
+    }
   }
 
   function show(view) {
