@@ -20,7 +20,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # AIOS_BUILD_DIR: another build tree than build/ (the daemons are under its daemons/).
-BUILD = Path(os.environ.get("AIOS_BUILD_DIR", ROOT / "build")) / "daemons"
+BUILD_TREE = Path(os.environ.get("AIOS_BUILD_DIR", ROOT / "build"))
+BUILD = BUILD_TREE / "daemons"
+# Every binary this run starts or names, by CMake target: scripts/quickstart builds exactly
+# these (python3 scripts/quickstart.py --targets), and the run checks them before it starts.
+BINARIES = {
+    "aios-task-scheduler": BUILD / "aios-task-scheduler",
+    "aios-agent-task-execution-rebind": BUILD / "aios-agent-task-execution-rebind",
+    "aios-external-agent-executor": BUILD / "aios-external-agent-executor",
+    "aios-online-agent-worker": BUILD / "aios-online-agent-worker",
+    "aiosctl": BUILD_TREE / "tools" / "aiosctl",
+}
 WRITER = ["git.read", "git.test", "governed.write.branch", "governed.write.file"]
 T0 = time.monotonic()
 
@@ -233,8 +243,17 @@ def main():
     parser.add_argument("--executable-root", action="append", default=[], metavar="DIR",
                         help="a directory the real profile's executable may live under "
                              "(repeatable; replaces the executor's built-in list)")
+    parser.add_argument("--targets", action="store_true",
+                        help="print the CMake targets this run needs, one a line, and exit")
     store_options(parser)
     args = parser.parse_args()
+    if args.targets:
+        print("\n".join(BINARIES))
+        return
+    missing = [name for name, path in BINARIES.items() if not os.access(path, os.X_OK)]
+    if missing:
+        fail(f"not built: {', '.join(missing)} (in {BUILD_TREE}; "
+             f"cmake --build {BUILD_TREE} --target {' '.join(missing)})")
     state = Path(subprocess.run(["mktemp", "-d", "/tmp/aios-quickstart-XXXXXX"],
                                 capture_output=True, text=True, check=True).stdout.strip())
     suite = Suite(state)
@@ -407,11 +426,14 @@ def run(args, state, suite, store):
     print(f"\nbranches in {authority}:")
     print(git("--git-dir", str(authority), "branch", "--list", "agent/*", "-v"))
     # The operator's view of the same run, through aiosctl (the Task API, as the owner).
-    ctl = [str(BUILD.parent / "tools" / "aiosctl"), "--api", api.base, "--bridge", bridge.base,
+    ctl = [str(BINARIES["aiosctl"]), "--api", api.base, "--bridge", bridge.base,
            "--rebind", f"http://127.0.0.1:{rebind_ready['port']}", "--token-file",
            str(state / "control.token")]
     print("\n$ aiosctl tasks")
-    print(subprocess.run([*ctl, "tasks"], capture_output=True, text=True).stdout, end="")
+    table = subprocess.run([*ctl, "tasks"], capture_output=True, text=True)
+    if table.returncode != 0:
+        fail(f"aiosctl tasks exited {table.returncode}: {table.stderr.strip()}")
+    print(table.stdout, end="")
     print(f"\ninspect it with aiosctl{'' if args.keep else ' (with --keep the suite keeps running)'}:")
     print(f"  alias aiosctl={ctl[0]}")
     print(f"  export AIOS_AGENT_TASK_API_URL={api.base} AIOS_GOVERNED_WRITE_API_URL={bridge.base} "
