@@ -22,8 +22,9 @@
 // deadline passes, every process of it is gone. The only network it has is a listener inside its
 // namespace for each allowed destination, relayed by this process to the real host:port. Started by
 // root, the child runs as nobody (65534), and the writable paths are handed to nobody first (chown,
-// recursively) and back to us after. bubblewrap adds PWD (the working directory) to the
-// environment, and reports a child killed by signal N as exit status 128 + N, so in a sandbox an
+// recursively) and back to us after. The child is executed by aios-sandbox-exec inside the sandbox,
+// which removes the PWD bubblewrap sets, so its environment is exactly `environment`.
+// bubblewrap reports a child killed by signal N as exit status 128 + N, so in a sandbox an
 // exit status of 129 to 192 reads as -1 to -64 (as a shell's $? would).
 
 #include <unistd.h>

@@ -25,6 +25,7 @@
 #include <system_error>
 
 #include "process/sandbox.hpp"
+#include "process/sandbox_exec/embedded.hpp"
 
 namespace aios::process {
 namespace {
@@ -202,23 +203,35 @@ bool stage_sources(const Prepared& p) {
   return true;
 }
 
-[[noreturn]] void child(const Prepared& p, StandardFds fds, int hosts, int status, int channel_in) {
+// The descriptors bubblewrap and aios-sandbox-exec take over, as the parent holds them.
+struct Handed {
+  int hosts;
+  int status;
+  int exec_program;
+  int exec_report;
+};
+
+[[noreturn]] void child(const Prepared& p, StandardFds fds, Handed handed, int channel_in) {
   // Standard descriptors first: their sources are all above 2.
   const int in = fds.in >= 0 ? fds.in : ::open("/dev/null", O_RDONLY);
   if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
     fail(channel_in, kStdio);
   }
-  // Then the hosts file and the status pipe bubblewrap uses and our report channel (closed by
-  // exec), from copies above all three, and nothing else.
-  const int high_hosts = ::fcntl(hosts, F_DUPFD, 10);
-  const int high_status = ::fcntl(status, F_DUPFD, 10);
+  // Then the hosts file, the status pipe, aios-sandbox-exec and its report pipe, and our
+  // report channel (closed by exec), from copies above them all, and nothing else.
+  const int high_hosts = ::fcntl(handed.hosts, F_DUPFD, 10);
+  const int high_status = ::fcntl(handed.status, F_DUPFD, 10);
+  const int high_program = ::fcntl(handed.exec_program, F_DUPFD, 10);
+  const int high_report = ::fcntl(handed.exec_report, F_DUPFD, 10);
   const int high_channel = ::fcntl(channel_in, F_DUPFD_CLOEXEC, 10);
-  if (high_hosts < 0 || high_status < 0 || high_channel < 0 || ::dup2(high_hosts, kHostsFd) < 0 ||
-      ::dup2(high_status, kStatusFd) < 0 || ::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) {
+  if (high_hosts < 0 || high_status < 0 || high_program < 0 || high_report < 0 ||
+      high_channel < 0 || ::dup2(high_hosts, kHostsFd) < 0 || ::dup2(high_status, kStatusFd) < 0 ||
+      ::dup2(high_program, kExecFd) < 0 || ::dup2(high_report, kExecReportFd) < 0 ||
+      ::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) {
     fail(channel_in, kStdio);
   }
   const int channel = kChannelFd;
-  ::close_range(kStatusFd + 1, ~0U, 0);
+  ::close_range(kExecReportFd + 1, ~0U, 0);
   if (p.drop_root && !stage_sources(p)) fail(channel, kStaging);
 
   sigset_t none;
@@ -340,14 +353,29 @@ Prepared prepare(const Plan& plan, const Spec& spec) {
   return p;
 }
 
-Fd hosts_file(const std::string& content) {
-  Fd fd(::memfd_create("aios-sandbox-hosts", MFD_CLOEXEC));
+// A file bubblewrap copies into the sandbox (--ro-bind-data), read from its start.
+Fd data_file(const char* name, std::string_view content) {
+  Fd fd(::memfd_create(name, MFD_CLOEXEC));
   if (!fd.valid() ||
       ::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0) {
-    throw std::system_error(errno, std::generic_category(), "sandbox: hosts file");
+    throw std::system_error(errno, std::generic_category(), std::string("sandbox: ") + name);
   }
   return fd;
+}
+
+// Both ends close-on-exec in the parent, the read end non-blocking.
+std::pair<Fd, Fd> nonblocking_pipe() {
+  int ends[2] = {-1, -1};
+  if (::pipe2(ends, O_CLOEXEC) != 0) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: pipe2");
+  }
+  Fd read(ends[0]);
+  Fd write(ends[1]);
+  if (::fcntl(read.get(), F_SETFL, O_NONBLOCK) != 0) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: fcntl");
+  }
+  return {std::move(read), std::move(write)};
 }
 
 // Reads the child's reports until exec closes the channel: the listeners, or a failure.
@@ -384,19 +412,12 @@ Report receive(int channel, std::vector<Fd>& listeners) {
 
 }  // namespace
 
-pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
-                      std::vector<Fd>& listeners, Fd& status_out) {
+Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds) {
   const Prepared prepared = prepare(plan, spec);
-  const Fd hosts = hosts_file(plan.hosts);
-  int status_pipe[2] = {-1, -1};
-  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
-    throw std::system_error(errno, std::generic_category(), "sandbox: pipe2");
-  }
-  Fd status_read(status_pipe[0]);
-  const Fd status_write(status_pipe[1]);
-  if (::fcntl(status_read.get(), F_SETFL, O_NONBLOCK) != 0) {
-    throw std::system_error(errno, std::generic_category(), "sandbox: fcntl");
-  }
+  const Fd hosts = data_file("aios-sandbox-hosts", plan.hosts);
+  const Fd program = data_file("aios-sandbox-exec", sandbox_exec_program());
+  auto [status_read, status_write] = nonblocking_pipe();
+  auto [report_read, report_write] = nonblocking_pipe();
   int pair[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     throw std::system_error(errno, std::generic_category(), "sandbox: socketpair");
@@ -405,8 +426,14 @@ pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
   Fd theirs(pair[1]);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "sandbox: fork");
-  if (pid == 0) child(prepared, fds, hosts.get(), status_write.get(), theirs.get());
+  if (pid == 0) {
+    child(prepared, fds, {hosts.get(), status_write.get(), program.get(), report_write.get()},
+          theirs.get());
+  }
   theirs.reset();
+  Spawned spawned;
+  spawned.pid = pid;
+  auto& listeners = spawned.listeners;
   const Report report = receive(ours.get(), listeners);
   if (report.step != 0) {
     int status = 0;
@@ -422,8 +449,21 @@ pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
     }
     throw std::system_error(EPROTO, std::generic_category(), step_name(kHandOver));
   }
-  status_out = std::move(status_read);
-  return pid;
+  spawned.status = std::move(status_read);
+  spawned.exec_report = std::move(report_read);
+  return spawned;
+}
+
+std::string_view sandbox_exec_program() {
+  return sandbox_exec::embedded_files().front().content;
+}
+
+std::optional<int> exec_failure(const Fd& exec_report) {
+  int error = 0;
+  if (!exec_report.valid() || ::read(exec_report.get(), &error, sizeof error) != sizeof error) {
+    return std::nullopt;
+  }
+  return error;
 }
 
 }  // namespace aios::process
@@ -441,12 +481,10 @@ bool procfs_mountable() {
     try {
       const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
       const Fd sink(null);
-      std::vector<Fd> listeners;
-      Fd status_pipe;
-      const pid_t pid = spawn_sandboxed(plan_sandbox(spec, true, ::geteuid() == 0), spec,
-                                        {-1, sink.get(), sink.get()}, listeners, status_pipe);
+      const auto spawned = spawn_sandboxed(plan_sandbox(spec, true, ::geteuid() == 0), spec,
+                                           {-1, sink.get(), sink.get()});
       int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      while (::waitpid(spawned.pid, &status, 0) < 0 && errno == EINTR) {
       }
       mountable = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     } catch (const std::system_error&) {

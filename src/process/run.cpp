@@ -166,8 +166,11 @@ class Session {
     if (spec_.sandbox) {
       const Plan plan = plan_sandbox(spec_, procfs_mountable(), ::geteuid() == 0);
       if (plan.staged) handed_back_ = spec_.sandbox->writable;
-      std::vector<Fd> listening;
-      pid_ = spawn_sandboxed(plan, spec_, fds, listening, status_);
+      auto spawned = spawn_sandboxed(plan, spec_, fds);
+      pid_ = spawned.pid;
+      status_ = std::move(spawned.status);
+      exec_report_ = std::move(spawned.exec_report);
+      auto& listening = spawned.listeners;
       if (!listening.empty()) {
         std::vector<std::pair<Fd, Destination>> relayed;
         for (std::size_t i = 0; i < listening.size(); ++i) {
@@ -267,12 +270,18 @@ class Session {
 
   void kill_group() const { ::kill(-pid_, SIGKILL); }
 
-  // bubblewrap exits 1 when it could not build the sandbox or exec the child: a failed start,
-  // as posix_spawn reports one. Only bubblewrap's status pipe tells that from a child that
-  // exited 1 (it reports the exit code only of a child it executed), never the child's own
-  // stderr, which the child writes: what it wrote is then bubblewrap's message. It reports a
-  // child killed by signal N as 128 + N, which is turned back into subprocess's -N.
+  // A failed start, as posix_spawn reports one: bubblewrap exits 1 when it could not build
+  // the sandbox or exec aios-sandbox-exec, which reports an exec of the child that failed on
+  // its own pipe. Only those two channels tell a failed start from a child that exited 1 or
+  // 127 (bubblewrap reports the exit code only of a child it executed), never the child's own
+  // stderr, which the child writes: what it wrote is then bubblewrap's message. bubblewrap
+  // reports a child killed by signal N as 128 + N, which is turned back into subprocess's -N.
   void settle_sandbox(Outcome& outcome) const {
+    if (const auto error = exec_failure(exec_report_)) {
+      throw std::system_error(
+          *error, std::generic_category(),
+          "sandbox: execvp " + (spec_.argv.empty() ? std::string() : spec_.argv.front()));
+    }
     const bool executed = status_text_.find("\"exit-code\"") != std::string::npos;
     if (!outcome.timed_out && outcome.exit_code == 1 && !executed) {
       throw std::system_error(ENOEXEC, std::generic_category(),
@@ -297,7 +306,8 @@ class Session {
   std::vector<std::filesystem::path> handed_back_;
   std::function<void(std::string_view)> on_stderr_;
   std::string err_head_;
-  Fd status_;  // bubblewrap's status pipe
+  Fd status_;       // bubblewrap's status pipe
+  Fd exec_report_;  // aios-sandbox-exec's report of a child it could not execute
   std::string status_text_;
   Fd sandbox_init_;  // a pidfd of the sandbox's first process
 };

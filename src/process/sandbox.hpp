@@ -4,10 +4,13 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "aios/process.hpp"
+#include "process/sandbox_fds.hpp"
 #include "process/spawn.hpp"
 
 namespace aios::process {
@@ -15,12 +18,6 @@ namespace aios::process {
 inline constexpr const char* kBubblewrap = "/usr/bin/bwrap";
 // More destinations than a profile needs would only widen what a child reaches.
 inline constexpr std::size_t kMaxDestinations = 16;
-// Descriptors the child hands bubblewrap: 3 the hosts file, 4 our report channel, 5 where
-// bubblewrap reports (--json-status-fd) the pid of the sandbox's first process and, only once
-// the child was executed, its exit code.
-inline constexpr int kHostsFd = 3;
-inline constexpr int kChannelFd = 4;
-inline constexpr int kStatusFd = 5;
 inline constexpr std::size_t kMaxSources = 64;
 // Started by root, the child binds each source here first (in a mount namespace of its own),
 // as /tmp/aios-sandbox-stage/<i>, so that bubblewrap, running as nobody, can reach sources
@@ -68,8 +65,20 @@ void hand_tree(const std::filesystem::path& root, uid_t uid, gid_t gid);
 
 inline constexpr uid_t kNobody = 65534;
 
-// `status_out` receives the read end (non-blocking) of bubblewrap's status pipe.
-pid_t spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds,
-                      std::vector<Fd>& listeners, Fd& status_out);
+// A started sandbox: bubblewrap's pid, the listening sockets (in plan order), and the read
+// ends (non-blocking) of bubblewrap's status pipe and of aios-sandbox-exec's exec report.
+struct Spawned {
+  pid_t pid = -1;
+  std::vector<Fd> listeners;
+  Fd status;
+  Fd exec_report;
+};
+Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds);
+
+// The errno aios-sandbox-exec reported for a child it could not execute, if it did.
+std::optional<int> exec_failure(const Fd& exec_report);
+
+// The aios-sandbox-exec program, as the build embedded it.
+std::string_view sandbox_exec_program();
 
 }  // namespace aios::process

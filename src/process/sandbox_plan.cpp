@@ -197,7 +197,11 @@ Plan plan_sandbox(const Spec& spec, bool own_procfs, bool staged) {
   add_masks(argv, hidden, writable);
   // The root bubblewrap builds the view on is a tmpfs without a size: read-only, so /tmp (sized)
   // and the writable paths are all a child can fill.
-  add(argv, {"--remount-ro", "/", "--chdir", resolved(spec.working_directory).string(), "--"});
+  // The first step inside (aios-sandbox-exec) removes the PWD bubblewrap sets, so the child's
+  // environment is exactly its spec's, then executes the child.
+  add(argv, {"--perms", "0555", "--ro-bind-data", std::to_string(kExecFd), kSandboxExecPath,
+             "--remount-ro", "/", "--chdir", resolved(spec.working_directory).string(), "--",
+             kSandboxExecPath});
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   return plan;
 }

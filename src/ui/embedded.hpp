@@ -3,14 +3,10 @@
 // definition from src/ui/assets).
 
 #include <span>
-#include <string_view>
+
+#include "embed/embedded_file.hpp"
 
 namespace aios::ui {
-
-struct EmbeddedFile {
-  std::string_view name;  // the file name under src/ui/assets
-  std::string_view content;
-};
 
 std::span<const EmbeddedFile> embedded_files();
 

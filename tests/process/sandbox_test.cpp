@@ -131,8 +131,8 @@ TEST_F(SandboxTest, SeesOnlyWhatItIsGiven) {
   EXPECT_TRUE(refused(report, "host_pid")) << report;
   // bubblewrap's reaper and the script: nothing of the host's process table.
   EXPECT_EQ(report["pids"], "ok:[1, 2]");
-  // bubblewrap adds PWD, the working directory it changed to.
-  EXPECT_EQ(report["environment"], "ok:['LC_ALL', 'ONLY', 'PWD']");
+  // Exactly the spec's: not the PWD bubblewrap sets after it changes directory.
+  EXPECT_EQ(report["environment"], "ok:['LC_ALL', 'ONLY']");
   EXPECT_TRUE(fs::exists(dir_ / "run" / "out"));
   EXPECT_FALSE(fs::exists(dir_ / "config" / "new"));
 }
@@ -261,8 +261,10 @@ TEST_F(SandboxTest, LimitsBoundForksFilesAndTmp) {
 }
 
 // Given a child that prints what bubblewrap prints when it cannot start one ("bwrap: ...") and
-// exits 1, the run should be the child's exit 1, not a failed start that would carry the child's
-// text as our own; given an executable that does not exist, a failed start.
+// exits 1, or exits 127 as the exec step does when it cannot start the child, the run should be
+// the child's exit status, not a failed start that would carry the child's text as our own;
+// given an executable that does not exist, or one that may not be executed, a failed start
+// naming it with the errno of its exec.
 TEST_F(SandboxTest, OnlyBubblewrapItselfReportsAFailedStart) {
   const auto ran = run_script(
       "sys.stderr.write('bwrap: execvp SECRET-TEXT: No such file\\n')\n"
@@ -272,18 +274,26 @@ TEST_F(SandboxTest, OnlyBubblewrapItselfReportsAFailedStart) {
   EXPECT_EQ(ran.outcome.exit_code, 1);
   EXPECT_FALSE(ran.outcome.timed_out);
   EXPECT_NE(ran.err.find("SECRET-TEXT"), std::string::npos) << ran.err;
+  EXPECT_EQ(run_script("os._exit(127)\n", basic(), dir_ / "run").outcome.exit_code, 127);
 
-  Spec missing;
-  missing.argv = {(dir_ / "run" / "absent").string()};
-  missing.working_directory = dir_ / "run";
-  missing.timeout = std::chrono::seconds(10);
-  missing.sandbox = basic();
-  try {
-    run(missing);
-    ADD_FAILURE() << "a missing executable started";
-  } catch (const std::system_error& error) {
-    EXPECT_NE(std::string(error.what()).find("bwrap: execvp"), std::string::npos) << error.what();
-  }
+  const auto not_started = [&](const fs::path& executable, int expected) {
+    Spec spec;
+    spec.argv = {executable.string()};
+    spec.working_directory = dir_ / "run";
+    spec.timeout = std::chrono::seconds(10);
+    spec.sandbox = basic();
+    try {
+      run(spec);
+      ADD_FAILURE() << executable << " started";
+    } catch (const std::system_error& error) {
+      EXPECT_EQ(error.code().value(), expected) << error.what();
+      EXPECT_EQ(std::string(error.what()).rfind("sandbox: execvp " + executable.string(), 0), 0U)
+          << error.what();
+    }
+  };
+  not_started(dir_ / "run" / "absent", ENOENT);
+  std::ofstream(dir_ / "run" / "plain") << "not a program\n";
+  not_started(dir_ / "run" / "plain", EACCES);
 }
 
 // Given a child (started by root, so run as nobody) whose daemonised helper keeps creating files
