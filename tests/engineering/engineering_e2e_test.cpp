@@ -107,9 +107,9 @@ TEST_F(EngineeringE2E, BridgeTakesAChangeSetWithTheCommitOnlyForAnEngineeringEnv
   EXPECT_EQ(commit(lease, granted.at("writer_lease_id")).code(), "REQUEST_FIELDS_INVALID");
   auto body = proof_of(lease);
   body["writer_lease_id"] = granted.at("writer_lease_id");
-  body["change_set"] = {write_file("docs/.git/config", "x")};
+  body["change_set"] = nlohmann::json::array({write_file("docs/.git/config", "x")});
   EXPECT_EQ(agent_bridge().post("/v2/governed-commits", body).code(), "CHANGE_PATH_GIT_DENY");
-  body["change_set"] = {write_file("docs/NEW.md", "from the worker\n")};
+  body["change_set"] = nlohmann::json::array({write_file("docs/NEW.md", "from the worker\n")});
   require(agent_bridge().post("/v2/governed-commits", body), 201, "engineering commit");
   EXPECT_EQ(repo_git("show agent/eng-bridge:docs/NEW.md"), "from the worker");
 
@@ -119,7 +119,7 @@ TEST_F(EngineeringE2E, BridgeTakesAChangeSetWithTheCommitOnlyForAnEngineeringEnv
   const auto det_granted = require(writer_lease(det), 201, "writer lease");
   auto det_body = proof_of(det);
   det_body["writer_lease_id"] = det_granted.at("writer_lease_id");
-  det_body["change_set"] = {write_file("b.md", "b")};
+  det_body["change_set"] = nlohmann::json::array({write_file("b.md", "b")});
   EXPECT_EQ(agent_bridge().post("/v2/governed-commits", det_body).code(), "REQUEST_FIELDS_INVALID");
   EXPECT_EQ(branch_oid("agent/det-bridge"), "");
 }
