@@ -69,6 +69,7 @@ class Bridge final : public fleet::ClaimResolver {
                    const nlohmann::json& execution, const Agent& agent) override;
   void record(store::Transaction& tx, const store::TaskRow& claimed, const std::string& worker_id,
               const Resolved& resolved, const Agent& agent, const std::string& now_iso) override;
+  void check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) override;
 
   // Agent holding the task lease: {task_id, lease_token, attempt, execution_digest} -> the
   // writer lease of the envelope's target branch. {201 new | 200 this attempt's lease again}.
@@ -90,10 +91,15 @@ class Bridge final : public fleet::ClaimResolver {
  private:
   http::Response route(const http::Request& request);
   static nlohmann::json required_of(const nlohmann::json& capabilities);
+  static nlohmann::json required_of(const store::TaskRow& row);
+  static const nlohmann::json* replayed(const nlohmann::json& execution);
   // `persisted`: the task's execution as stored; `execution`: the envelope to replay, if any.
   Resolved resolve_in(store::Transaction& tx, const store::TaskRow& row,
                       const nlohmann::json& persisted, const nlohmann::json& required,
                       const nlohmann::json* execution, const Agent* agent);
+  // resolve_in's rules when no plan is registered for the task.
+  Resolved resolve_unplanned(const store::TaskRow& row, const nlohmann::json& persisted,
+                             const nlohmann::json& required, const nlohmann::json* execution);
   static void record_in(store::Transaction& tx, const store::Resolution& resolution,
                         const Resolved& resolved, const std::string& now_iso);
 

@@ -120,6 +120,10 @@ class ClaimResolver {
   virtual void record(store::Transaction& tx, const store::TaskRow& claimed,
                       const std::string& worker_id, const Resolved& resolved, const Agent& agent,
                       const std::string& now_iso) = 0;
+  // At create, before anything is stored: resolves the new task's envelope as a claim would
+  // with no plan registered, and throws aios::Error with the resolution's own code when it
+  // never could under this configuration (a verification executable off the allowlist).
+  virtual void check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) = 0;
 };
 
 }  // namespace fleet
@@ -168,7 +172,10 @@ class TaskPlane {
   nlohmann::json fleet_view();
 
   // Owner: project and store a task. {status: 201 new | 200 identical replay, task view}.
-  std::pair<int, nlohmann::json> create_task(const nlohmann::json& body);
+  // With a resolver, a new task whose envelope could never resolve is refused with the
+  // resolution's code and nothing is written (an identical replay still answers 200).
+  std::pair<int, nlohmann::json> create_task(const nlohmann::json& body,
+                                             fleet::ClaimResolver* resolver = nullptr);
   // Owner (reader == nullptr) or the agent whose worker holds the claim.
   nlohmann::json task_view(const std::string& task_id, const Agent* reader);
   // Owner: tasks of `status` and `tenant` (either empty: any) in queue order after seq `after`.
@@ -218,10 +225,19 @@ class TaskPlane {
   std::optional<nlohmann::json> claim_next(const Agent& agent, const std::string& worker_id,
                                            fleet::ClaimResolver* resolver = nullptr,
                                            bool liveness = true);
-  // Called after every committed transition that can make a task claimable for some worker
-  // (a task created, released, requeued, a slot freed, a worker changed); set once before
-  // serving. The long poll (ClaimWaiters) is woken by it.
-  void on_queue_change(std::function<void()> listener);
+  // What a committed transition may have made claimable: `claims` more claims for any worker
+  // (1 for a task created, released or sent back by its verification, the count of tasks swept
+  // back to the queue, kAnyClaim when an agent's token was revoked or rotated), or, with
+  // `worker_id`, whatever that one worker may claim now (a result or a cancel freed its slot,
+  // it registered, or its slots, quarantine or circuit changed).
+  static constexpr std::size_t kAnyClaim = static_cast<std::size_t>(-1);
+  struct QueueChange {
+    std::size_t claims = 0;
+    std::string worker_id;
+  };
+  // Called after every such transition; set once before serving. The long poll (ClaimWaiters)
+  // wakes as many waiters as it says.
+  void on_queue_change(std::function<void(const QueueChange&)> listener);
   nlohmann::json heartbeat(const Agent& agent, const std::string& task_id,
                            const nlohmann::json& body);
   std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,
@@ -275,8 +291,8 @@ class TaskPlane {
   std::unique_ptr<fleet::TaskFactsCache> facts_;
   std::unique_ptr<fleet::TaskViewCache> views_;
   std::unique_ptr<fleet::AgentCache> agents_;
-  std::function<void()> queue_changed_;
-  void queue_changed() const;
+  std::function<void(const QueueChange&)> queue_changed_;
+  void queue_changed(QueueChange change = {.claims = 1, .worker_id = {}}) const;
 
   // Logs TASK_ENVELOPE_UNRESOLVED for a candidate claim_next passed over.
   void note_unresolved(const store::TaskRow& row, const std::string& worker_id, const Error& error);

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,8 @@ class TaskApiMetrics {
   void count_claim();
   void count_result();
   void count_expired(std::uint64_t n) { expired_ += n; }
+  // A waiting claim-next woken to try that claimed nothing.
+  void count_empty_wakeup() { ++empty_wakeups_; }
   // The replica's state, for /health and /metrics: its store (set once before serving; its
   // backend and pool; none: "sqlite" and no pool lines), and whether it holds the lead of the
   // work that has one owner (the Bridge's governed commits).
@@ -72,6 +75,7 @@ class TaskApiMetrics {
   std::atomic<std::uint64_t> claims_{0};
   std::atomic<std::uint64_t> results_{0};
   std::atomic<std::uint64_t> expired_{0};
+  std::atomic<std::uint64_t> empty_wakeups_{0};
   store::Store* store_ = nullptr;
   std::atomic<bool> leader_{true};
 };
@@ -86,7 +90,9 @@ class ClaimWaiters {
   // The claim_next answer (nullopt: none by the deadline) or the error that ended the wait.
   using Answer = std::function<void(std::optional<nlohmann::json> claim, const Error* error)>;
 
-  ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver, std::chrono::milliseconds recheck);
+  // `woken_for_nothing` is called for each try a wake-up made that claimed nothing.
+  ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver, std::chrono::milliseconds recheck,
+               std::function<void()> woken_for_nothing = {});
   ~ClaimWaiters();  // stop()
   ClaimWaiters(const ClaimWaiters&) = delete;
   ClaimWaiters& operator=(const ClaimWaiters&) = delete;
@@ -98,8 +104,14 @@ class ClaimWaiters {
   void wait(const Agent& agent, std::string worker_id,
             std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
             std::function<bool()> gone, Answer answer);
-  // Something may have become claimable: every waiter tries again now.
-  void notify();
+  // Something may have become claimable for `claims` claims: waiters try again now, in the
+  // order they came, until that many claimed; one that claims nothing (not eligible, full)
+  // passes the wake-up on to the next at once, and the rest sleep on. TaskPlane::kAnyClaim:
+  // every waiter tries. Each recheck period every waiter tries too (what no signal announces:
+  // a cooldown or quarantine ending, another process's writes).
+  void notify(std::size_t claims = TaskPlane::kAnyClaim);
+  // What `worker_id` may claim changed: its waiters try again now.
+  void notify_worker(const std::string& worker_id);
   // Answers every waiter with no claim and refuses new ones (each is answered at once).
   // Idempotent.
   void stop();
@@ -112,10 +124,13 @@ class ClaimWaiters {
     std::chrono::steady_clock::time_point deadline;
     std::function<bool()> gone;
     Answer answer;
+    bool missed = false;  // a signal came between its own attempt and its wait
   };
+  enum class Settled { kClaimed, kAnswered, kWaiting };
   void run();
-  // Claims for each waiter; true when it is done with (answered).
-  bool settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now);
+  // Claims for the waiter when `try_claim`, answers it when it claimed, failed, went away or
+  // reached its deadline.
+  Settled settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now);
 
   TaskPlane& plane_;
   fleet::ClaimResolver* resolver_;
@@ -124,8 +139,11 @@ class ClaimWaiters {
   std::condition_variable wake_;
   std::vector<Waiter> waiters_;
   std::size_t in_hand_ = 0;  // waiters the thread is settling outside the lock
+  std::function<void()> woken_for_nothing_;
   std::uint64_t version_ = 0;
-  bool changed_ = false;
+  std::size_t owed_ = 0;           // wake-ups owed since the thread last took them
+  bool everyone_ = false;          // a kAnyClaim signal since then
+  std::set<std::string> workers_;  // workers signalled since then
   bool arrived_ = false;
   bool stopping_ = false;
   std::thread thread_;

@@ -52,15 +52,24 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
   return std::move(resolved.envelope);
 }
 
+// What the worker's own resolve sends for a task: its required capabilities and, unless the
+// task is deterministic (its plan is re-resolved), its persisted envelope to replay.
+nlohmann::json Bridge::required_of(const store::TaskRow& row) {
+  return required_of(fleet::parse_column(row.required_capabilities_json, nlohmann::json::array()));
+}
+
+const nlohmann::json* Bridge::replayed(const nlohmann::json& execution) {
+  return execution.value("action", "") != "deterministic" ? &execution : nullptr;
+}
+
 fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const store::TaskRow& row,
                                                const nlohmann::json& execution,
                                                const Agent& agent) {
-  // What the worker's own resolve sent: the task's required capabilities and, unless the task
-  // is deterministic (its plan is re-resolved), its persisted envelope to replay.
-  const auto required =
-      required_of(fleet::parse_column(row.required_capabilities_json, nlohmann::json::array()));
-  const bool replay = execution.value("action", "") != "deterministic";
-  return resolve_in(tx, row, execution, required, replay ? &execution : nullptr, &agent);
+  return resolve_in(tx, row, execution, required_of(row), replayed(execution), &agent);
+}
+
+void Bridge::check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) {
+  resolve_unplanned(row, execution, required_of(row), replayed(execution));
 }
 
 void Bridge::record(store::Transaction& tx, const store::TaskRow& claimed,
@@ -87,11 +96,20 @@ fleet::ClaimResolver::Resolved Bridge::resolve_in(store::Transaction& tx, const 
                                             persisted.value("capability_scope", required))) {
     fail(ErrorCode::TASK_NOT_FOUND);
   }
+  if (const auto plan = bridge::load_plan(tx, row.task_id)) {
+    return {project_execution_envelope(bridge::binding_of(row), plan->request, required),
+            "registered_plan"};
+  }
+  return resolve_unplanned(row, persisted, required, execution);
+}
+
+fleet::ClaimResolver::Resolved Bridge::resolve_unplanned(const store::TaskRow& row,
+                                                         const nlohmann::json& persisted,
+                                                         const nlohmann::json& required,
+                                                         const nlohmann::json* execution) {
   const auto binding = bridge::binding_of(row);
   Resolved resolved;
-  if (const auto plan = bridge::load_plan(tx, row.task_id)) {
-    resolved = {project_execution_envelope(binding, plan->request, required), "registered_plan"};
-  } else if (execution != nullptr) {
+  if (execution != nullptr) {
     resolved = {validate_execution_envelope(*execution, {.binding = &binding}), "persisted_replay"};
     if (canonical_json(resolved.envelope) != canonical_json(persisted)) {
       fail(ErrorCode::EXECUTION_REPLAY_MISMATCH);

@@ -257,13 +257,13 @@ void TaskPlane::note_unresolved(const store::TaskRow& row, const std::string& wo
             {{"task_id", row.task_id}, {"worker_id", worker_id}, {"error", error.code()}});
 }
 
-void TaskPlane::on_queue_change(std::function<void()> listener) {
+void TaskPlane::on_queue_change(std::function<void(const QueueChange&)> listener) {
   queue_changed_ = std::move(listener);
 }
 
-void TaskPlane::queue_changed() const {
+void TaskPlane::queue_changed(QueueChange change) const {
   store_.announce_queue_change();  // the waiters of other processes on the same store
-  if (queue_changed_) queue_changed_();
+  if (queue_changed_) queue_changed_(change);
 }
 
 TaskPlane::ClaimGrant TaskPlane::new_grant() {

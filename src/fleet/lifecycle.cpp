@@ -190,6 +190,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result_with(
   const std::string now_iso = format_iso8601(now);
   int status = 201;
   nlohmann::json response;
+  std::string freed_worker;
   const std::function<void(store::Transaction&)> result_body = [&](store::Transaction& tx) {
     if (const auto replay = tx.load_result(task_id, key.get<std::string>())) {
       // Only the agent that submitted may replay: another learns nothing of the task.
@@ -203,6 +204,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result_with(
     auto row = fleet::load_existing_task(tx, task_id);
     fleet::check_attempt(tx, row, agent, proof, now, facts_->get(row).execution_digest);
     const std::string worker_id = row.claimed_by;
+    freed_worker = worker_id;
     const std::string claim_id = row.claim_id;
     row.status = "VERIFYING";
     row.result_json = result_json;
@@ -232,7 +234,8 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result_with(
     store_.write(result_body);
   }
   if (status == 201) environment_.faults.point("scheduler_result_committed");
-  if (status == 201) queue_changed();  // the claim's slot is free
+  // The claim's slot is free: what that worker may claim changed, nobody else's.
+  if (status == 201) queue_changed({.claims = 0, .worker_id = freed_worker});
   return {status, response};
 }
 
@@ -288,17 +291,20 @@ nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::jso
   const nlohmann::json verification = {{"decision", decision}, {"reason", reason}};
   const std::string now_iso = format_iso8601(store_.now());
   nlohmann::json view;
+  bool requeued = false;
   store_.write([&](store::Transaction& tx) {
     auto row = fleet::load_existing_task(tx, task_id);
     if (row.status != "VERIFYING") fail(ErrorCode::TASK_NOT_VERIFYING);
     if (row.revision != expected) fail(ErrorCode::TASK_REVISION_CONFLICT);
     row.verification_json = canonical_json(verification);
+    requeued = false;
     if (decision == "PASS") {
       row.status = "SUCCEEDED";
     } else if (decision == "FAIL") {
       row.status = "FAILED";
     } else {
       requeue_or_fail(row);
+      requeued = row.status == "QUEUED";
     }
     row.claimed_by.clear();
     row.claim_id.clear();
@@ -311,7 +317,8 @@ nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::jso
                     now_iso);
     view = fleet::view_of(row);
   });
-  queue_changed();
+  // A verification frees no slot (the result did): only a task sent back is claimable again.
+  if (requeued) queue_changed();
   return view;
 }
 
@@ -322,6 +329,7 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
   const auto now = store_.now();
   const std::string now_iso = format_iso8601(now);
   nlohmann::json view;
+  std::string freed_worker;
   store_.write([&](store::Transaction& tx) {
     auto row = fleet::load_existing_task(tx, task_id);
     if (store::is_terminal_status(row.status)) fail(ErrorCode::TASK_TERMINAL);
@@ -330,9 +338,11 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
                               ErrorCode::REVISION_INVALID) != row.revision) {
       fail(ErrorCode::TASK_REVISION_CONFLICT);
     }
+    freed_worker.clear();
     if (!row.claim_id.empty()) {
       tx.end_claim(row.claim_id, "CANCELLED", now_iso);
       tx.end_dispatch(task_id, "RELEASED", to_epoch_seconds(now));
+      freed_worker = row.claimed_by;
     }
     row.status = "CANCELLED";
     row.claimed_by.clear();
@@ -343,7 +353,8 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
     tx.append_event(task_id, "TASK_CANCELLED", "owner-control", {{"reason", reason}}, now_iso);
     view = fleet::view_of(row);
   });
-  queue_changed();
+  // A claimed task's slot is free; a cancelled task itself is claimable by nobody.
+  if (!freed_worker.empty()) queue_changed({.claims = 0, .worker_id = freed_worker});
   return view;
 }
 
@@ -389,7 +400,7 @@ nlohmann::json TaskPlane::revoke_agent_token(const std::string& agent_id) {
   agents_->clear();  // the token is refused from this request on, not after a cache entry lapses
   log::info("AGENT_TOKEN_REVOKED",
             {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
-  queue_changed();
+  queue_changed({.claims = kAnyClaim, .worker_id = {}});
   return answer;
 }
 
@@ -407,7 +418,7 @@ nlohmann::json TaskPlane::rotate_agent_token(const std::string& agent_id) {
   agents_->clear();  // the token is refused from this request on, not after a cache entry lapses
   log::info("AGENT_TOKEN_ROTATED",
             {{"agent_id", agent_id}, {"released_tasks", answer["released_tasks"]}});
-  queue_changed();
+  queue_changed({.claims = kAnyClaim, .worker_id = {}});
   return answer;
 }
 
@@ -449,7 +460,7 @@ std::size_t TaskPlane::sweep_expired_leases() {
       if (!error.is(ErrorCode::TASK_REVISION_CONFLICT)) throw;
     }
   }
-  if (swept > 0) queue_changed();
+  if (swept > 0) queue_changed({.claims = swept, .worker_id = {}});
   return swept;
 }
 

@@ -38,7 +38,8 @@ bool readable_by(store::Transaction& tx, const store::TaskRow& row, const Agent*
 
 }  // namespace
 
-std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body) {
+std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body,
+                                                      fleet::ClaimResolver* resolver) {
   if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   const auto binding_it = body.find("binding");
   if (binding_it == body.end()) fail(ErrorCode::BINDING_INVALID);
@@ -79,6 +80,16 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
   row.request_sha256 = request_sha;
   row.created_at = now;
   row.updated_at = now;
+  // Resolved as a claim would, outside the write: a task that could never run is refused
+  // before anything is stored, unless it is the identical replay of one stored earlier.
+  std::optional<Error> unresolvable;
+  if (resolver != nullptr) {
+    try {
+      resolver->check_resolvable(row, execution);
+    } catch (const Error& error) {
+      unresolvable = error;
+    }
+  }
 
   int status = 201;
   nlohmann::json view;
@@ -89,6 +100,7 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
       view = fleet::view_of(*existing);
       return;
     }
+    if (unresolvable) throw *unresolvable;
     tx.insert_task(row);
     tx.append_event(row.task_id, "TASK_CREATED", "owner-control",
                     {{"execution_digest", row.execution_digest},

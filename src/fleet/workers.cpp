@@ -310,7 +310,7 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
                         .failure_domain = domain.get<std::string>()});
     view = worker_view(*fleet::load_worker(tx, worker_id, now_s), now_s, options_);
   });
-  queue_changed();
+  queue_changed({.claims = 0, .worker_id = worker_id});
   return view;
 }
 
@@ -345,7 +345,7 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
     }
     view = worker_view(*fleet::load_worker(tx, worker_id, now), now, options_);
   });
-  queue_changed();
+  queue_changed({.claims = 0, .worker_id = worker_id});
   return view;
 }
 

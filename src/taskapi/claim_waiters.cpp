@@ -5,8 +5,13 @@
 namespace aios {
 
 ClaimWaiters::ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver,
-                           std::chrono::milliseconds recheck)
-    : plane_(plane), resolver_(resolver), recheck_(recheck), thread_([this] { run(); }) {}
+                           std::chrono::milliseconds recheck,
+                           std::function<void()> woken_for_nothing)
+    : plane_(plane),
+      resolver_(resolver),
+      recheck_(recheck),
+      woken_for_nothing_(std::move(woken_for_nothing)),
+      thread_([this] { run(); }) {}
 
 ClaimWaiters::~ClaimWaiters() {
   stop();
@@ -24,10 +29,11 @@ void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
   {
     const std::lock_guard lock(mutex_);
     if (!stopping_) {
-      // A signal since the caller's own attempt may have been taken before this waiter was in.
-      if (version_ != seen_version) changed_ = true;
+      // A signal since the caller's own attempt may have been taken before this waiter was in:
+      // it tries once more, whatever the others are owed.
+      const bool missed = version_ != seen_version;
       waiters_.push_back(
-          {agent, std::move(worker_id), deadline, std::move(gone), std::move(answer)});
+          {agent, std::move(worker_id), deadline, std::move(gone), std::move(answer), missed});
       arrived_ = true;  // its deadline may come before the thread's next wake
       wake_.notify_one();
       return;
@@ -36,13 +42,25 @@ void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
   answer(std::nullopt, nullptr);
 }
 
-void ClaimWaiters::notify() {
+void ClaimWaiters::notify(std::size_t claims) {
   const std::lock_guard lock(mutex_);
   ++version_;
   // Nobody to wake (every result and create signals, so a busy fleet would wake the thread for
   // nothing each time): a caller about to wait compares the version it started from instead.
   if (waiters_.empty() && in_hand_ == 0) return;
-  changed_ = true;
+  if (claims == TaskPlane::kAnyClaim) {
+    everyone_ = true;
+  } else {
+    owed_ += claims;
+  }
+  wake_.notify_one();
+}
+
+void ClaimWaiters::notify_worker(const std::string& worker_id) {
+  const std::lock_guard lock(mutex_);
+  ++version_;
+  if (waiters_.empty() && in_hand_ == 0) return;
+  workers_.insert(worker_id);
   wake_.notify_one();
 }
 
@@ -62,29 +80,30 @@ std::size_t ClaimWaiters::waiting() {
   return waiters_.size() + in_hand_;
 }
 
-bool ClaimWaiters::settle(Waiter& waiter, bool try_claim,
-                          std::chrono::steady_clock::time_point now) {
+ClaimWaiters::Settled ClaimWaiters::settle(Waiter& waiter, bool try_claim,
+                                           std::chrono::steady_clock::time_point now) {
   // A claim for a caller that went away would sit CLAIMED until its lease ran out.
   if (waiter.gone && waiter.gone()) {
     waiter.answer(std::nullopt, nullptr);
-    return true;
+    return Settled::kAnswered;
   }
   try {
     if (try_claim) {
       if (auto claim =
               plane_.claim_next(waiter.agent, waiter.worker_id, resolver_, /*liveness=*/false)) {
         waiter.answer(std::move(claim), nullptr);
-        return true;
+        return Settled::kClaimed;
       }
+      if (woken_for_nothing_) woken_for_nothing_();
     }
   } catch (const Error& error) {
     // The worker was removed or reassigned, or the store failed: the caller hears why.
     waiter.answer(std::nullopt, &error);
-    return true;
+    return Settled::kAnswered;
   }
-  if (now < waiter.deadline) return false;
+  if (now < waiter.deadline) return Settled::kWaiting;
   waiter.answer(std::nullopt, nullptr);
-  return true;
+  return Settled::kAnswered;
 }
 
 void ClaimWaiters::run() {
@@ -94,21 +113,33 @@ void ClaimWaiters::run() {
     auto until = next_recheck;
     for (const auto& waiter : waiters_) until = std::min(until, waiter.deadline);
     // A new waiter tried its claim on arrival: it only moves the next wake to its deadline.
-    wake_.wait_until(lock, until, [&] { return stopping_ || changed_ || arrived_; });
+    wake_.wait_until(lock, until, [&] {
+      return stopping_ || owed_ > 0 || everyone_ || arrived_ || !workers_.empty();
+    });
     arrived_ = false;
     if (stopping_) break;
     const auto now = std::chrono::steady_clock::now();
     const bool recheck = now >= next_recheck;
-    const bool try_claim = changed_ || recheck;
+    const bool everyone = everyone_ || recheck;
     if (recheck) next_recheck = now + recheck_;
-    changed_ = false;
+    std::size_t owed = owed_;
+    owed_ = 0;
+    everyone_ = false;
+    std::set<std::string> signalled;
+    signalled.swap(workers_);
     std::vector<Waiter> batch;
     batch.swap(waiters_);
     in_hand_ = batch.size();
     lock.unlock();
     std::vector<Waiter> kept;
     for (auto& waiter : batch) {
-      if (!settle(waiter, try_claim, now)) kept.push_back(std::move(waiter));
+      // The wake-ups owed go down the line: a waiter that claims nothing passes its turn on.
+      const bool try_claim =
+          everyone || owed > 0 || waiter.missed || signalled.contains(waiter.worker_id);
+      waiter.missed = false;
+      const auto settled = settle(waiter, try_claim, now);
+      if (settled == Settled::kClaimed && owed > 0) --owed;
+      if (settled == Settled::kWaiting) kept.push_back(std::move(waiter));
     }
     lock.lock();
     in_hand_ = 0;

@@ -79,6 +79,9 @@ std::string TaskApiMetrics::render(
       << "aios_claims_total " << claims_.load() << '\n'
       << "# HELP aios_results_total Results accepted (replays excluded).\n"
       << "# TYPE aios_results_total counter\naios_results_total " << results_.load() << '\n'
+      << "# HELP aios_claim_wakeups_empty_total Tries of waiting claim-next calls that claimed "
+         "nothing.\n# TYPE aios_claim_wakeups_empty_total counter\naios_claim_wakeups_empty_total "
+      << empty_wakeups_.load() << '\n'
       << "# HELP aios_lease_expiries_total Leases returned by the sweeper.\n"
       << "# TYPE aios_lease_expiries_total counter\naios_lease_expiries_total " << expired_.load()
       << '\n'

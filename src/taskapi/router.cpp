@@ -66,8 +66,14 @@ TaskApi::TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metri
       owner_(std::move(owner)),
       metrics_(metrics),
       resolver_(resolver),
-      waiters_(plane, resolver, claim_recheck) {
-  plane_.on_queue_change([this] { waiters_.notify(); });
+      waiters_(plane, resolver, claim_recheck, [this] { metrics_.count_empty_wakeup(); }) {
+  plane_.on_queue_change([this](const TaskPlane::QueueChange& change) {
+    if (change.worker_id.empty()) {
+      waiters_.notify(change.claims);
+    } else {
+      waiters_.notify_worker(change.worker_id);
+    }
+  });
 }
 
 TaskApi::~TaskApi() {
@@ -279,7 +285,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 2 && method == "POST") {
     route_name = "tasks_create";
     need_owner();
-    auto [status, view] = plane_.create_task(http::json_object_body(request));
+    auto [status, view] = plane_.create_task(http::json_object_body(request), resolver_);
     return http::json_response(status, view);
   }
   if (n == 2 && method == "GET") {

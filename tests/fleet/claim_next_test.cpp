@@ -19,6 +19,7 @@ class TestResolver final : public fleet::ClaimResolver {
   std::set<std::string> drifted;      // resolved to another digest (a plan awaiting a rebind)
   std::vector<std::string> recorded;  // task_id:attempt:worker_id
   std::vector<std::string> asked;     // every task resolve() was called for, in order
+  bool refuse_new = false;            // check_resolvable() refuses every task
 
   Resolved resolve(store::Transaction&, const store::TaskRow& row, const Json&,
                    const Agent&) override {
@@ -31,6 +32,9 @@ class TestResolver final : public fleet::ClaimResolver {
   void record(store::Transaction&, const store::TaskRow& claimed, const std::string& worker_id,
               const Resolved&, const Agent&, const std::string&) override {
     recorded.push_back(claimed.task_id + ":" + std::to_string(claimed.attempt) + ":" + worker_id);
+  }
+  void check_resolvable(const store::TaskRow&, const Json&) override {
+    if (refuse_new) throw Error(ErrorCode::VERIFICATION_EXECUTABLE_NOT_ALLOWED);
   }
 };
 
@@ -65,6 +69,31 @@ TEST_F(ClaimNextTest, ClaimsTheFleetOrderHeadWithItsEventAndReservation) {
   EXPECT_EQ(worker_entry("worker-next")["used_slots"], 1);
   // The lease token it handed out fences the attempt like a claim's.
   EXPECT_EQ(submit(agent_, *claimed).first, 201);
+}
+
+TEST_F(ClaimNextTest, ATaskThatCouldNeverResolveIsRefusedAtCreateUnlessItIsAReplay) {
+  // Given a resolver that finds the envelope unresolvable, a new task should be refused with
+  // the resolution's code and leave nothing stored; the identical replay of a task stored
+  // before the configuration changed should still answer 200 with that task.
+  TestResolver resolver;
+  TaskSpec stored;
+  stored.task_id = "create-before";
+  ASSERT_EQ(plane_.create_task(task_body(stored), &resolver).first, 201);
+  resolver.refuse_new = true;
+
+  const auto replay = plane_.create_task(task_body(stored), &resolver);
+  EXPECT_EQ(replay.first, 200);
+  EXPECT_EQ(replay.second["task_id"], "create-before");
+  TaskSpec fresh;
+  fresh.task_id = "create-after";
+  try {
+    plane_.create_task(task_body(fresh), &resolver);
+    ADD_FAILURE() << "an unresolvable task was created";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), "VERIFICATION_EXECUTABLE_NOT_ALLOWED");
+  }
+  EXPECT_THROW(view("create-after"), Error);
+  EXPECT_EQ(plane_.claim_next(agent_, "worker-next").value()["task_id"], "create-before");
 }
 
 TEST_F(ClaimNextTest, AFullWorkerGetsNothingAndTheQueueIsUntouched) {
@@ -187,10 +216,15 @@ TEST_F(ClaimNextTest, ARefusalReleaseSparesTheCircuitButQuarantinesTheTask) {
 }
 
 TEST_F(ClaimNextTest, TransitionsThatCanFreeWorkSignalTheQueue) {
-  // Given a listener, we should signal it for a new task, a result (a slot freed) and a
-  // release, and not for a claim or a heartbeat.
+  // Given a listener, we should signal one claim for anyone for a new task and a release,
+  // the worker alone for a result (its slot freed), a cancelled claim and a reconfiguration,
+  // and nothing for a claim, a heartbeat or a cancelled queued task.
   int signals = 0;
-  plane_.on_queue_change([&] { ++signals; });
+  std::vector<std::string> seen;  // "<claims>:<worker>"
+  plane_.on_queue_change([&](const TaskPlane::QueueChange& change) {
+    ++signals;
+    seen.push_back(std::to_string(change.claims) + ":" + change.worker_id);
+  });
   create_task("signal-1");
   EXPECT_EQ(signals, 1);
   const auto claimed = plane_.claim_next(agent_, "worker-next");
@@ -203,6 +237,15 @@ TEST_F(ClaimNextTest, TransitionsThatCanFreeWorkSignalTheQueue) {
   create_task("signal-2");
   release(agent_, *plane_.claim_next(agent_, "worker-next"));
   EXPECT_EQ(signals, 4);
+  create_task("signal-3");
+  const auto held = plane_.claim_next(agent_, "worker-next");
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ((*held)["task_id"], "signal-3");
+  plane_.cancel("signal-3", {{"reason", "claimed, then cancelled"}});
+  plane_.cancel("signal-2", {{"reason", "cancelled while queued"}});
+  plane_.configure_worker("worker-next", {{"max_slots", 3}});
+  EXPECT_EQ(seen, (std::vector<std::string>{"1:", "0:worker-next",
+                                            "1:", "1:", "1:", "0:worker-next", "0:worker-next"}));
   plane_.on_queue_change(nullptr);
 }
 

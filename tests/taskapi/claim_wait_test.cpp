@@ -139,6 +139,67 @@ TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
   EXPECT_EQ((*claim)["task_id"], "wait-raced");
 }
 
+// The tries of waiting claims that claimed nothing, as /metrics reports them.
+std::string empty_wakeups(TaskApiMetrics& metrics) {
+  const std::string text = metrics.render({});
+  const std::string name = "\naios_claim_wakeups_empty_total ";
+  const auto at = text.find(name);
+  if (at == std::string::npos) return "absent";
+  return text.substr(at + name.size(), text.find('\n', at + 1) - at - name.size());
+}
+
+TEST_F(ClaimWaitTest, ATaskWakesOneWaiterAndTheRestSleepOn) {
+  // Given five idle workers each waiting on claim-next, one task should wake one of them (the
+  // first in line), claim it, and leave the other four asleep without a try; the next task
+  // wakes the next one.
+  const auto agent = plane_.authenticate_agent(agent_token_);
+  ASSERT_TRUE(agent.has_value());
+  std::vector<std::future<http::Response>> waiting;
+  for (int i = 0; i < 5; ++i) {
+    const std::string worker = "worker-idle-" + std::to_string(i);
+    register_worker(*agent, worker, {{"max_concurrency", 1}});
+    waiting.push_back(answer_of(
+        api_.handle(claim_next({{"worker_id", worker}, {"wait_ms", 20000}}, agent_token_))));
+  }
+
+  create_task("wake-one");
+  ASSERT_EQ(waiting[0].wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(Json::parse(waiting[0].get().body)["claim"]["task_id"], "wake-one");
+  for (std::size_t i = 1; i < waiting.size(); ++i) {
+    EXPECT_EQ(waiting[i].wait_for(100ms), std::future_status::timeout) << i;
+  }
+  EXPECT_EQ(empty_wakeups(metrics_), "0");
+
+  create_task("wake-next");
+  ASSERT_EQ(waiting[1].wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(Json::parse(waiting[1].get().body)["claim"]["task_id"], "wake-next");
+  EXPECT_EQ(waiting[2].wait_for(100ms), std::future_status::timeout);
+  EXPECT_EQ(empty_wakeups(metrics_), "0");
+  api_.stop_waiting();
+}
+
+TEST_F(ClaimWaitTest, AWaiterThatCannotClaimPassesTheWakeUpOn) {
+  // Given a waiting worker that does not run the task's adapter first in line and an eligible
+  // one behind it, a task should be claimed by the second at once (not at the next recheck,
+  // an hour away), the first should wait on, and its empty try should be counted.
+  const auto agent = plane_.authenticate_agent(agent_token_);
+  ASSERT_TRUE(agent.has_value());
+  register_worker(*agent, "worker-other", {{"allowed_adapters", {"deterministic"}}});
+  auto ineligible = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-other"}, {"wait_ms", 20000}}, agent_token_)));
+  auto eligible = answer_of(
+      api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+
+  create_task("wake-passed");
+
+  ASSERT_EQ(eligible.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(Json::parse(eligible.get().body)["claim"]["task_id"], "wake-passed");
+  EXPECT_EQ(ineligible.wait_for(100ms), std::future_status::timeout);
+  EXPECT_EQ(empty_wakeups(metrics_), "1");
+  api_.stop_waiting();
+  EXPECT_EQ(body_of(ineligible), (Json{{"claim", nullptr}}));
+}
+
 TEST_F(ClaimWaitTest, AWaitEndsWithNoClaimAtItsDeadline) {
   // Given nothing to claim, we should answer {"claim": null} once wait_ms has passed, and
   // {"claim": null} at once for wait_ms 0.

@@ -59,6 +59,14 @@ std::string dump(const Json& value) {
   return value.dump();
 }
 
+// One verification command that starts `executable`.
+Json verification(const std::string& executable) {
+  return Json::array({{{"label", "tests"},
+                       {"argv", Json::array({executable, "check"})},
+                       {"cwd", "."},
+                       {"timeout_seconds", 60}}});
+}
+
 class ErrorTableTest : public SchedulerTest {
  protected:
   void SetUp() override {
@@ -580,6 +588,23 @@ class ErrorTableTest : public SchedulerTest {
         {"agent runtime adapter codex", Who::kOwner, "POST", "/v1/tasks",
          with(hermes_task("task-new"), [](Json& b) { b["execution"]["adapter"] = "codex"; }), 400,
          "AGENT_RUNTIME_ADAPTER_INVALID"},
+        // Envelopes no claim could ever resolve under the scheduler's configuration: refused at
+        // create with the resolution's own code, not left QUEUED for ever.
+        {"deterministic verification off the allowlist", Who::kOwner, "POST", "/v1/tasks",
+         with(deterministic_task("task-new"),
+              [](Json& b) { b["execution"]["verification"] = verification("/usr/bin/perl"); }),
+         400, "VERIFICATION_EXECUTABLE_NOT_ALLOWED"},
+        {"engineering verification off the allowlist", Who::kOwner, "POST", "/v1/tasks",
+         with(deterministic_task("task-new"),
+              [](Json& b) {
+                b["execution"] = {{"action", "engineering"},
+                                  {"adapter", "codex"},
+                                  {"capability_scope", b["execution"]["capability_scope"]},
+                                  {"verification", verification("/usr/bin/gcc")}};
+                b["success_criteria"] =
+                    Json::array({{{"id", "note"}, {"description", "docs/NOTE.md is written"}}});
+              }),
+         400, "VERIFICATION_EXECUTABLE_NOT_ALLOWED"},
     };
   }
 
