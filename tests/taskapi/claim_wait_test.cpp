@@ -154,10 +154,14 @@ TEST_F(ClaimWaitTest, ATaskWakesOneWaiterAndTheRestSleepOn) {
   // wakes the next one.
   const auto agent = plane_.authenticate_agent(agent_token_);
   ASSERT_TRUE(agent.has_value());
+  // Every worker registers before any waits: a registration wakes its own worker's waiters,
+  // and one the waiters' thread took late would be a try for nothing, not the task's.
+  for (int i = 0; i < 5; ++i) {
+    register_worker(*agent, "worker-idle-" + std::to_string(i), {{"max_concurrency", 1}});
+  }
   std::vector<std::future<http::Response>> waiting;
   for (int i = 0; i < 5; ++i) {
     const std::string worker = "worker-idle-" + std::to_string(i);
-    register_worker(*agent, worker, {{"max_concurrency", 1}});
     waiting.push_back(answer_of(
         api_.handle(claim_next({{"worker_id", worker}, {"wait_ms", 20000}}, agent_token_))));
   }
