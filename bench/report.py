@@ -39,7 +39,12 @@ def peers_section(p):
              "pgboss": "pg-boss 12 (send; fetch + complete)",
              "bullmq": "BullMQ 6 (add; take + complete)",
              "ours-pg": "ours on PostgreSQL (the same calls; the same server as graphile-worker "
-                        "and pg-boss, its CPU the scheduler's and the postmaster's)"}
+                        "and pg-boss, its CPU the scheduler's and the postmaster's)",
+             "ours-batch": "ours, batched (POST /v1/tasks/batch of 500; claim-next max_tasks 64, "
+                           "POST /v1/tasks/results with claim_next, POST /v1/tasks/verifications; "
+                           "8 workers of 64 slots)",
+             "graphile-batch": "graphile-worker 0.18, batched (addJobs of 500; localQueue 500, "
+                               "completeJobBatchDelay 0)"}
     rows = [f"| {names[k]} | {v['enqueue_per_second']:,.0f} | {v['lifecycle_per_second']:,.0f} | "
             f"{v['latency_p50_ms']:.2f} / {v['latency_p99_ms']:.2f} | "
             f"{v['server_cpu_ms_per_job']:.2f} |" for k, v in s.items()]
@@ -65,6 +70,19 @@ def peers_section(p):
          f"max over {fleet['pickup_samples']}" if fleet.get("pickup_p50_ms") is not None else "") +
         f" | {verdict(ours['latency_p50_ms'] <= 5)} |",
     ]
+    batched, graphile_batched = s.get("ours-batch"), s.get("graphile-batch")
+    if batched and graphile_batched:
+        batch_ratio = batched["lifecycle_per_second"] / graphile_batched["lifecycle_per_second"]
+        goals += [
+            f"| batched lifecycle ≥ half of graphile-worker's batched mode (issue 42) | "
+            f"{batched['lifecycle_per_second']:,.0f} vs "
+            f"{graphile_batched['lifecycle_per_second']:,.0f} jobs/s ({batch_ratio:.2f}x) | "
+            f"{verdict(batch_ratio >= 0.5)} |",
+            f"| bulk enqueue ≥ graphile-worker's addJobs (issue 42) | "
+            f"{batched['enqueue_per_second']:,.0f}/s vs "
+            f"{graphile_batched['enqueue_per_second']:,.0f}/s | "
+            f"{verdict(batched['enqueue_per_second'] >= graphile_batched['enqueue_per_second'])} |",
+        ]
     on_pg = s.get("ours-pg")
     if on_pg:
         conflicts = on_pg.get("store_conflicts_per_job")

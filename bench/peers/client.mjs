@@ -3,11 +3,14 @@
 //
 //   node client.mjs '<options as JSON>'
 //
-// Options: system (ours | graphile | pgboss | bullmq), jobs, workers, latency_jobs, latency_gap_ms,
+// Options: system (ours | graphile | pgboss | bullmq, and the batched modes ours-batch |
+// graphile-batch), jobs, workers, latency_jobs, latency_gap_ms, batch (jobs per enqueue call and
+// per claim in the batched modes),
 // server_pid (the process whose CPU is the server's, or a list of them; for PostgreSQL the
 // postmaster: its children and the ones it reaped count too), and per system: port/control for ours, pg for the two
 // PostgreSQL queues, redis_port for BullMQ. Prints one JSON object:
-//   enqueue_seconds      `jobs` jobs added by `workers` concurrent producers
+//   enqueue_seconds      `jobs` jobs added by `workers` concurrent producers (the batched modes:
+//                        `batch` jobs per call)
 //   lifecycle_seconds    those jobs taken and completed by `workers` concurrent workers
 //   server_cpu_seconds   the server's CPU time over the lifecycle phase
 //   latency_ms           per job of a paced run with idle workers: enqueue call to handler start
@@ -55,7 +58,10 @@ async function lanes(count, lanesCount, one) {
 
 // --- ours: the Task API over keep-alive HTTP ------------------------------------------------
 
-function oursSystem() {
+// `batched`: POST /v1/tasks/batch to enqueue; each worker has `slots` slots and takes its jobs
+// with claim-next max_tasks, submits them in one POST /v1/tasks/results (which claims the next
+// ones) and the owner verifies them in one POST /v1/tasks/verifications.
+function oursSystem(batched) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const call = (token, method, path, body) => new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
@@ -82,8 +88,61 @@ function oursSystem() {
   const control = options.control;
   const oid = "a".repeat(40);
   const prefix = options.prefix;
+  const slots = batched ? options.slots : 1;
   let agentToken = "";
   let stopping = false;
+  const taskBody = (id) => {
+    const task = `${prefix}-${id}`;
+    return {
+      task_id: task, goal: "No-op benchmark job.", required_capabilities: ["agent.runtime.hermes"],
+      max_attempts: 3,
+      binding: { task_id: task, job_id: `job-${task}`, repository: "aios/bench", base_oid: oid,
+        expected_branch_oid: oid, target_branch: `agent/${task}`, branch_mode: "CREATE_NEW",
+        generation: 1, idempotency_key: `${task}-binding` },
+      execution: { action: "agent_runtime", adapter: "hermes" } };
+  };
+  const idOf = (claim) => claim.task_id.slice(prefix.length + 1);
+  const resultOf = (claim) => ({
+    lease_token: claim.lease_token, attempt: claim.attempt,
+    execution_digest: claim.execution_digest,
+    idempotency_key: `result-${claim.task_id}-${claim.attempt}`, result: { status: "SUCCEEDED" } });
+  // claim-next (a long poll), then the result, which claims the next job too, and the
+  // owner's verification PASS: as aios-online-agent-worker takes its jobs.
+  const singleLoop = async (worker_id, handle) => {
+    let next = null;
+    while (!stopping) {
+      const claim = next ?? (await call(agentToken, "POST", "/v1/tasks/claim-next",
+        { worker_id, wait_ms: 200 })).claim;
+      next = null;
+      if (!claim) continue;
+      handle(idOf(claim), "start");
+      const submitted = await call(agentToken, "POST", `/v1/tasks/${claim.task_id}/result`, {
+        ...resultOf(claim), ...(stopping ? {} : { claim_next: { worker_id } }) });
+      next = submitted.claim ?? null;
+      await call(control, "POST", `/v1/tasks/${claim.task_id}/verification`, {
+        expected_revision: submitted.revision, decision: "PASS", reason: "" });
+      handle(idOf(claim), "done");
+    }
+  };
+  const batchLoop = async (worker_id, handle) => {
+    let claims = [];
+    while (!stopping) {
+      if (claims.length === 0) {
+        claims = (await call(agentToken, "POST", "/v1/tasks/claim-next",
+          { worker_id, wait_ms: 200, max_tasks: slots })).claims;
+      }
+      if (claims.length === 0) continue;
+      for (const claim of claims) handle(idOf(claim), "start");
+      const submitted = await call(agentToken, "POST", "/v1/tasks/results", {
+        results: claims.map((claim) => ({ task_id: claim.task_id, ...resultOf(claim) })),
+        ...(stopping ? {} : { claim_next: { worker_id, max_tasks: slots } }) });
+      await call(control, "POST", "/v1/tasks/verifications", {
+        verifications: submitted.results.map((result) => ({
+          task_id: result.task_id, expected_revision: result.revision, decision: "PASS" })) });
+      for (const claim of claims) handle(idOf(claim), "done");
+      claims = submitted.claims;
+    }
+  };
   return {
     async setup() {
       const created = await call(control, "POST", "/v1/agents", {
@@ -92,43 +151,20 @@ function oursSystem() {
       for (let w = 0; w < workers; ++w) {
         await call(agentToken, "POST", "/v1/workers/register", {
           worker_id: `${prefix}-w${w}`, capabilities: ["agent.runtime.hermes"],
-          allowed_adapters: ["hermes"], max_concurrency: 1 });
+          allowed_adapters: ["hermes"], max_concurrency: slots });
       }
     },
     async add(id) {
-      const task = `${prefix}-${id}`;
-      await call(control, "POST", "/v1/tasks", {
-        task_id: task, goal: "No-op benchmark job.", required_capabilities: ["agent.runtime.hermes"],
-        max_attempts: 3,
-        binding: { task_id: task, job_id: `job-${task}`, repository: "aios/bench", base_oid: oid,
-          expected_branch_oid: oid, target_branch: `agent/${task}`, branch_mode: "CREATE_NEW",
-          generation: 1, idempotency_key: `${task}-binding` },
-        execution: { action: "agent_runtime", adapter: "hermes" } });
+      await call(control, "POST", "/v1/tasks", taskBody(id));
     },
-    // claim-next (a long poll), then the result, which claims the next job too, and the
-    // owner's verification PASS: as aios-online-agent-worker takes its jobs.
+    ...(batched ? {
+      async addBatch(ids) {
+        await call(control, "POST", "/v1/tasks/batch", { tasks: ids.map(taskBody) });
+      },
+    } : {}),
     start(handle) {
-      return Array.from({ length: workers }, async (_, w) => {
-        const worker_id = `${prefix}-w${w}`;
-        let next = null;
-        while (!stopping) {
-          const claim = next ?? (await call(agentToken, "POST", "/v1/tasks/claim-next",
-            { worker_id, wait_ms: 200 })).claim;
-          next = null;
-          if (!claim) continue;
-          const id = claim.task_id.slice(prefix.length + 1);
-          handle(id, "start");
-          const submitted = await call(agentToken, "POST", `/v1/tasks/${claim.task_id}/result`, {
-            lease_token: claim.lease_token, attempt: claim.attempt,
-            execution_digest: claim.execution_digest,
-            idempotency_key: `result-${claim.task_id}-${claim.attempt}`,
-            result: { status: "SUCCEEDED" }, ...(stopping ? {} : { claim_next: { worker_id } }) });
-          next = submitted.claim ?? null;
-          await call(control, "POST", `/v1/tasks/${claim.task_id}/verification`, {
-            expected_revision: submitted.revision, decision: "PASS", reason: "" });
-          handle(id, "done");
-        }
-      });
+      const loop = batched ? batchLoop : singleLoop;
+      return Array.from({ length: workers }, (_, w) => loop(`${prefix}-w${w}`, handle));
     },
     async stop(loops) {
       stopping = true;
@@ -140,7 +176,9 @@ function oursSystem() {
 
 // --- graphile-worker: addJob; the runner's get_job + complete ------------------------------
 
-async function graphileSystem() {
+// `batched`: addJobs to enqueue, and the runner's local queue (`localQueue` 500) with completions
+// batched at once (`completeJobBatchDelay` 0), graphile-worker's own high-throughput settings.
+async function graphileSystem(batched) {
   const { run, makeWorkerUtils, Logger } = await import("graphile-worker");
   const logger = new Logger(() => () => {});  // its info lines would go to our stdout
   const utils = await makeWorkerUtils({ connectionString: options.pg, logger });
@@ -151,10 +189,18 @@ async function graphileSystem() {
     async add(id) {
       await utils.addJob("noop", { id }, { maxAttempts: 1 });
     },
+    ...(batched ? {
+      async addBatch(ids) {
+        await utils.addJobs(ids.map((id) => ({ identifier: "noop", payload: { id },
+          maxAttempts: 1 })));
+      },
+    } : {}),
     start(handle) {
       return [run({
         connectionString: options.pg, concurrency: workers, noHandleSignals: true,
         pollInterval: 1000, logger,
+        ...(batched ? { preset: { worker: { localQueue: { size: options.batch },
+          completeJobBatchDelay: 0 } } } : {}),
         taskList: { noop: async (payload) => { handle(payload.id, "start"); handle(payload.id, "done"); } },
       }).then((started) => { runner = started; })];
     },
@@ -230,15 +276,24 @@ async function bullmqSystem() {
   };
 }
 
-const systems = { ours: oursSystem, graphile: graphileSystem, pgboss: pgbossSystem,
-  bullmq: bullmqSystem };
+const systems = {
+  ours: () => oursSystem(false), "ours-batch": () => oursSystem(true),
+  graphile: () => graphileSystem(false), "graphile-batch": () => graphileSystem(true),
+  pgboss: pgbossSystem, bullmq: bullmqSystem };
 
 async function main() {
   const queue = await systems[system]();
   await queue.setup();
 
   const enqueueStart = now();
-  await lanes(jobs, workers, (i) => queue.add(String(i)));
+  if (queue.addBatch) {
+    const batches = Math.ceil(jobs / options.batch);
+    await lanes(batches, workers, (b) => queue.addBatch(Array.from(
+      { length: Math.min(options.batch, jobs - b * options.batch) },
+      (_, i) => String(b * options.batch + i))));
+  } else {
+    await lanes(jobs, workers, (i) => queue.add(String(i)));
+  }
   const enqueueSeconds = (now() - enqueueStart) / 1000;
 
   // Lifecycle: the queue holds `jobs`; the workers take and complete them all.

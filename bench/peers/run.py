@@ -250,8 +250,9 @@ def perf_profile(data):
 
 
 TASK_PLANE = re.compile(r"aios::TaskPlane::(\w+)")
-STEP_NAMES = {"submit_result_with": "result", "submit_result_then_claim": "claim",
-              "verify": "verification", "create_task": "create"}
+STEP_NAMES = {"submit_result": "result", "submit_result_then_claim": "result",
+              "submit_results": "result", "verify": "verification",
+              "verify_many": "verification", "create_task": "create", "create_tasks": "create"}
 
 
 def by_step(data):
@@ -305,21 +306,22 @@ def summary(runs, jobs):
     }
 
 
-def run_ours(args, suite, state, node, peers_home, common, run, pg=None):
-    """One run of ours on a fresh scheduler (on SQLite, or on a fresh database of `pg`): the
-    client's figures, and perf's profile when asked."""
+def run_ours(args, suite, state, node, peers_home, common, run, pg=None, system="ours"):
+    """One run of ours (`system`: ours, or ours-batch for the batch paths) on a fresh scheduler
+    (on SQLite, or on a fresh database of `pg`): the client's figures, and perf's profile when
+    asked."""
     control = (state / "control.token").read_text()
-    store = str(state / f"ours-{run}.sqlite3")
+    store = str(state / f"{system}-{run}.sqlite3")
     if pg:
         pg.create(f"ourspg{run}")
         store = pg.url(f"ourspg{run}")
-    scheduler, ready = suite.start(f"scheduler-{'pg-' if pg else ''}{run}", [
+    scheduler, ready = suite.start(f"scheduler-{system}-{'pg-' if pg else ''}{run}", [
         str(args.build / "daemons" / "aios-task-scheduler"), "--db",
         store, "--control-token-file", str(state / "control.token"),
         "--api-port", "0", "--bridge-port", "0", "--authority-git-dir",
         str(state / "authority.git")], ready="TASK_API_LISTENING")
     perf = profile = None
-    if args.profile and run == 0 and not pg and shutil.which("perf"):
+    if args.profile and run == 0 and not pg and system == "ours" and shutil.which("perf"):
         # Call graphs from DWARF (the build keeps no frame pointers), sampled at 499 Hz to keep
         # the recording small.
         perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph",
@@ -327,7 +329,7 @@ def run_ours(args, suite, state, node, peers_home, common, run, pg=None):
                                  "-p", str(scheduler.pid)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
     measured = run_client(node, peers_home, {
-        **common, "system": "ours", "port": ready["port"], "control": control,
+        **common, "system": system, "port": ready["port"], "control": control,
         "prefix": f"r{run}", "server_pid": [scheduler.pid, pg.pid] if pg else scheduler.pid})
     if pg:
         # Serialisation conflicts lost (and re-run) over the whole run, enqueue and lifecycle.
@@ -355,9 +357,12 @@ def main():
     parser.add_argument("--profile", action="store_true",
                         help="record the scheduler with perf over the first run of ours and "
                              "report where its CPU goes")
-    parser.add_argument("--systems", default="ours,ours-pg,graphile,pgboss,bullmq",
-                        help="which systems to run, comma-separated (default: all five; "
-                             "--write needs ours, graphile, pgboss and bullmq)")
+    parser.add_argument("--systems",
+                        default="ours,ours-batch,ours-pg,graphile,graphile-batch,pgboss,bullmq",
+                        help="which systems to run, comma-separated (default: all seven; the "
+                             "-batch ones are the batched modes: ours' batch endpoints and "
+                             "graphile-worker's addJobs and local queue; --write needs ours, "
+                             "graphile, pgboss and bullmq)")
     parser.add_argument("--write", type=Path,
                         help="also rewrite this page's job-queue section (docs/performance.md)")
     args = parser.parse_args()
@@ -377,15 +382,17 @@ def main():
     results = {}
     fleet = profile = None
     try:
-        if {"graphile", "pgboss", "ours-pg"} & set(systems):
+        if {"graphile", "graphile-batch", "pgboss", "ours-pg"} & set(systems):
             pg = Postgres(state)
         if "bullmq" in systems:
             redis = Redis(state)
         control = os.urandom(20).hex()
         (state / "control.token").write_text(control)
         subprocess.run(["git", "init", "-q", "--bare", str(state / "authority.git")], check=True)
+        # The batched modes: 500 jobs per enqueue call and graphile-worker's local queue of 500;
+        # ours 8 workers of 64 slots (512 jobs in hand at most).
         common = {"jobs": jobs, "workers": 8, "latency_jobs": latency_jobs,
-                  "latency_gap_ms": 10}
+                  "latency_gap_ms": 10, "batch": 500, "slots": 64}
         per_system = {system: [] for system in systems}
         for run in range(runs):
             # Interleaved, so that every system sees the same machine over the sitting.
@@ -393,13 +400,16 @@ def main():
                 measured, run_profile = run_ours(args, suite, state, node, peers_home, common, run)
                 per_system["ours"].append(measured)
                 profile = profile or run_profile
+            if "ours-batch" in systems:
+                per_system["ours-batch"].append(run_ours(
+                    args, suite, state, node, peers_home, common, run, system="ours-batch")[0])
             if "ours-pg" in systems:
                 per_system["ours-pg"].append(
                     run_ours(args, suite, state, node, peers_home, common, run, pg)[0])
-            for system in ("graphile", "pgboss"):
+            for system in ("graphile", "graphile-batch", "pgboss"):
                 if system not in systems:
                     continue
-                database = f"{system}{run}"
+                database = f"{system.replace('-', '')}{run}"
                 pg.create(database)
                 per_system[system].append(run_client(node, peers_home, {
                     **common, "system": system, "pg": pg.url(database), "prefix": f"r{run}",

@@ -108,6 +108,9 @@ constexpr Route kRoutes[] = {
     {Server::kTaskApi, "POST", "/v1/tasks/fz-1/verification"},
     {Server::kTaskApi, "POST", "/v1/tasks/fz-1/cancel"},
     {Server::kTaskApi, "PUT", "/v1/fleet/workers/fz-worker"},
+    {Server::kTaskApi, "POST", "/v1/tasks/batch"},
+    {Server::kTaskApi, "POST", "/v1/tasks/results"},
+    {Server::kTaskApi, "POST", "/v1/tasks/verifications"},
     {Server::kBridge, "POST", "/v2/plans"},
     {Server::kBridge, "POST", "/v2/execution-envelope"},
     {Server::kBridge, "POST", "/v2/writer-leases"},
@@ -163,7 +166,7 @@ int http_endpoints(const std::uint8_t* data, std::size_t size) {
   http::Request request;
   Server server = Server::kTaskApi;
   if (data[0] >= kWholeRequest) {
-    http::detail::RequestParser parser(request, 64 * 1024, 8 * 1024);
+    http::detail::RequestParser parser(request, 64 * 1024, 8 * 1024, &TaskApi::body_limit_for);
     if (!parse_request(text_of(data + 2, size - 2), parser) || !parser.is_done()) return 0;
     server = static_cast<Server>(data[0] % 3);
   } else {

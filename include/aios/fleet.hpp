@@ -225,6 +225,12 @@ class TaskPlane {
   std::optional<nlohmann::json> claim_next(const Agent& agent, const std::string& worker_id,
                                            fleet::ClaimResolver* resolver = nullptr,
                                            bool liveness = true);
+  // claim_next up to `max_tasks` times in one transaction (1..64; the caller checks the
+  // range), each claim seeing the slots and tasks the ones before took; empty when none.
+  std::vector<nlohmann::json> claim_next_many(const Agent& agent, const std::string& worker_id,
+                                              std::size_t max_tasks,
+                                              fleet::ClaimResolver* resolver = nullptr,
+                                              bool liveness = true);
   // What a committed transition may have made claimable: `claims` more claims for any worker
   // (1 for a task created, released or sent back by its verification, the count of tasks swept
   // back to the queue, kAnyClaim when an agent's token was revoked or rotated), or, with
@@ -242,18 +248,44 @@ class TaskPlane {
                            const nlohmann::json& body);
   std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,
                                                const nlohmann::json& body);
-  // submit_result, then claim_next for `worker_id` in the same transaction (one commit, so a
-  // busy worker's step from one job to the next costs one fsync): the result stands whatever
-  // the claim meets, and the claim's error, if any, is kept apart.
+  // submit_result, then claim_next_many for `worker_id` in the same transaction (one commit,
+  // so a busy worker's step from one job to the next costs one fsync): the result stands
+  // whatever the claim meets, and the claim's error, if any, is kept apart.
   struct ResultThenClaim {
     int status = 0;
     nlohmann::json response;
-    std::optional<nlohmann::json> claim;
+    std::vector<nlohmann::json> claims;
     std::exception_ptr claim_error;
   };
   ResultThenClaim submit_result_then_claim(const Agent& agent, const std::string& task_id,
                                            const nlohmann::json& body, const std::string& worker_id,
-                                           fleet::ClaimResolver* resolver);
+                                           std::size_t max_tasks, fleet::ClaimResolver* resolver);
+
+  // Batches, for owners fanning out work and workers with many slots: every item is checked
+  // as its single call checks it, then applied under a savepoint of its own, all in one
+  // transaction, so an item goes through whole or is refused alone with its code. Answers
+  // are in request order: each the single call's own answer, or {"task_id", "error"}.
+  struct BatchItem {
+    std::string task_id;
+    nlohmann::json body;  // the single call's body
+  };
+  // Owner: create_task for each body (a task id a second time in one batch:
+  // TASK_ALREADY_EXISTS). {"tasks": [...]}.
+  nlohmann::json create_tasks(const std::vector<nlohmann::json>& tasks,
+                              fleet::ClaimResolver* resolver = nullptr);
+  // Agent: submit_result for each, then, with a `worker_id`, claim_next_many for it in the
+  // same transaction (its error kept apart, as submit_result_then_claim keeps it).
+  struct ResultsThenClaims {
+    nlohmann::json results = nlohmann::json::array();
+    std::size_t stored = 0;  // new submissions (not replays)
+    std::vector<nlohmann::json> claims;
+    std::exception_ptr claim_error;
+  };
+  ResultsThenClaims submit_results(const Agent& agent, const std::vector<BatchItem>& results,
+                                   const std::string& worker_id, std::size_t max_tasks,
+                                   fleet::ClaimResolver* resolver);
+  // Owner: verify for each. {"verifications": [...]}.
+  nlohmann::json verify_many(const std::vector<BatchItem>& verifications);
   nlohmann::json release(const Agent& agent, const std::string& task_id,
                          const nlohmann::json& body);
 
@@ -309,22 +341,26 @@ class TaskPlane {
     std::string lease_token;
     std::string claim_id;
   };
-  ClaimGrant new_grant();
-  // claim_next's work in the caller's transaction.
-  std::optional<nlohmann::json> claim_next_in(store::Transaction& tx, const Agent& agent,
-                                              const std::string& worker_id,
-                                              fleet::ClaimResolver* resolver,
-                                              const ClaimGrant& grant, bool liveness);
+  std::vector<ClaimGrant> new_grants(std::size_t count);
+  // claim_next_many's work in the caller's transaction: one claim per grant until none is
+  // left to claim.
+  std::vector<nlohmann::json> claim_next_in(store::Transaction& tx, const Agent& agent,
+                                            const std::string& worker_id,
+                                            fleet::ClaimResolver* resolver,
+                                            const std::vector<ClaimGrant>& grants, bool liveness);
+  std::optional<nlohmann::json> claim_one_in(store::Transaction& tx, const Agent& agent,
+                                             const std::string& worker_id,
+                                             fleet::ClaimResolver* resolver,
+                                             const ClaimGrant& grant, bool liveness);
+  // After a commit: the fault point of claims, and the wake-ups of the workers whose slots
+  // results freed.
+  void claims_committed(const std::vector<nlohmann::json>& claims);
+  void results_committed(const std::vector<std::string>& freed_workers);
   // Resolves `row`'s envelope (with a resolver) and claims it for `worker`; nullopt, logged,
   // when its envelope does not resolve to the task's digest.
   std::optional<nlohmann::json> try_claim(store::Transaction& tx, const fleet::WorkerState& worker,
                                           const store::TaskRow& row, const Agent& agent,
                                           fleet::ClaimResolver* resolver, const ClaimGrant& grant);
-  // submit_result, with `then` (when not null) run after it in its transaction, its error
-  // returned in `then_error` (store::Store::write_then).
-  std::pair<int, nlohmann::json> submit_result_with(
-      const Agent& agent, const std::string& task_id, const nlohmann::json& body,
-      const std::function<void(store::Transaction&)>* then, std::exception_ptr* then_error);
   // The claim CAS of an eligible QUEUED `row` for `worker`, its reservation and TASK_CLAIMED
   // event, in the caller's transaction; the claim's answer.
   nlohmann::json commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,

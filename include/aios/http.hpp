@@ -9,7 +9,8 @@
 //
 // Error codes (see include/aios/error_codes.inc, section HTTP):
 //   REQUEST_INVALID (400)            malformed HTTP, a bad request-target or query escape
-//   REQUEST_SIZE_INVALID (413)       request body over ServerOptions::max_body_bytes
+//   REQUEST_SIZE_INVALID (413)       request body over ServerOptions::max_body_bytes (or its
+//                                    target's max_body_bytes_for)
 //   HTTP_HEADER_TOO_LARGE (400)      request line and headers over max_header_bytes
 //   HTTP_BIND_FAILED (500)           Server::start could not listen on host:port
 //   HTTP_PLAINTEXT_NOT_LOOPBACK (500) Server::start refused a non-loopback host without TLS
@@ -256,6 +257,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;  // 0 = an ephemeral port; see Server::port()
   std::size_t max_body_bytes = 512 * 1024;
+  // A request target's own body limit (the batch endpoints take more than the single calls);
+  // 0 or unset: max_body_bytes. Called from io threads with the target as sent.
+  std::function<std::size_t(std::string_view target)> max_body_bytes_for;
   std::size_t max_header_bytes = 16 * 1024;  // request line plus headers
   // Idle keep-alive connections and slow requests are closed after this long without a
   // complete request; also bounds each response write.

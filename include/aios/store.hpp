@@ -285,6 +285,12 @@ class Transaction {
  public:
   virtual ~Transaction() = default;
 
+  // Runs `step` under a savepoint of this write transaction: when it throws, its writes alone
+  // roll back and its error is returned (nullptr when it went through), unless the transaction
+  // itself cannot go on (a serialisation conflict, a transaction the database rolled back),
+  // which propagates and fails the whole write. One item of a batch is one step.
+  virtual std::exception_ptr attempt(const std::function<void(Transaction&)>& step) = 0;
+
   // --- tasks and their events
   virtual std::optional<TaskRow> load_task(const std::string& task_id) = 0;
   // A new task, given the next queue sequence number (from the store's counter; `row.seq` is
@@ -484,8 +490,8 @@ class Store {
   // second may fail alone. When `then` throws, its writes alone roll back, `body`'s commit and
   // its error is returned (nullptr when both committed); when `body` throws, `then` does not
   // run, nothing commits and the error propagates. Both may be re-run as write's body may.
-  virtual std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
-                                        const std::function<void(Transaction&)>& then) = 0;
+  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
+                                const std::function<void(Transaction&)>& then);
   // Runs `body` against one consistent snapshot.
   virtual void read(const std::function<void(Transaction&)>& body) = 0;
 

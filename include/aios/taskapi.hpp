@@ -8,11 +8,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,8 +36,8 @@ class TaskApiMetrics {
   // latency is the wait the worker asked for, not the server's).
   void observe(const std::string& route, int status, std::chrono::nanoseconds elapsed,
                bool waited = false);
-  void count_claim();
-  void count_result();
+  void count_claim(std::uint64_t n = 1);
+  void count_result(std::uint64_t n = 1);
   void count_expired(std::uint64_t n) { expired_ += n; }
   // A waiting claim-next woken to try that claimed nothing.
   void count_empty_wakeup() { ++empty_wakeups_; }
@@ -87,8 +89,8 @@ class TaskApiMetrics {
 // is answered with no claim. One thread claims for every waiter, oldest first. Thread-safe.
 class ClaimWaiters {
  public:
-  // The claim_next answer (nullopt: none by the deadline) or the error that ended the wait.
-  using Answer = std::function<void(std::optional<nlohmann::json> claim, const Error* error)>;
+  // The claims (empty: none by the deadline) or the error that ended the wait.
+  using Answer = std::function<void(std::vector<nlohmann::json> claims, const Error* error)>;
 
   // `woken_for_nothing` is called for each try a wake-up made that claimed nothing.
   ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver, std::chrono::milliseconds recheck,
@@ -101,7 +103,8 @@ class ClaimWaiters {
   // given to wait(), so a task that became claimable in between is tried for at once.
   std::uint64_t version();
   // `gone` says the caller went away: then the waiter is answered (unheard) without a claim.
-  void wait(const Agent& agent, std::string worker_id,
+  // A woken waiter claims up to `max_tasks` at once (TaskPlane::claim_next_many).
+  void wait(const Agent& agent, std::string worker_id, std::size_t max_tasks,
             std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
             std::function<bool()> gone, Answer answer);
   // Something may have become claimable for `claims` claims: waiters try again now, in the
@@ -121,6 +124,7 @@ class ClaimWaiters {
   struct Waiter {
     Agent agent;
     std::string worker_id;
+    std::size_t max_tasks = 1;
     std::chrono::steady_clock::time_point deadline;
     std::function<bool()> gone;
     Answer answer;
@@ -128,9 +132,10 @@ class ClaimWaiters {
   };
   enum class Settled { kClaimed, kAnswered, kWaiting };
   void run();
-  // Claims for the waiter when `try_claim`, answers it when it claimed, failed, went away or
-  // reached its deadline.
-  Settled settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now);
+  // Claims for the waiter when `try_claim` (how many in `claimed`), answers it when it claimed,
+  // failed, went away or reached its deadline.
+  Settled settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now,
+                 std::size_t& claimed);
 
   TaskPlane& plane_;
   fleet::ClaimResolver* resolver_;
@@ -153,6 +158,14 @@ class TaskApi {
  public:
   // The longest wait_ms a claim-next may ask for.
   static constexpr std::int64_t kMaxClaimWaitMs = 30000;
+  // The most claims one claim-next (or a result's claim_next) may ask for with max_tasks.
+  static constexpr std::int64_t kMaxClaimTasks = 64;
+  // The batch endpoints' bounds: items per request, and the body (the single calls keep the
+  // server's limit).
+  static constexpr std::size_t kMaxBatchItems = 1000;
+  static constexpr std::size_t kMaxBatchBodyBytes = 16 * 1024 * 1024;
+  // For ServerOptions::max_body_bytes_for: the batch endpoints' limit, 0 for every other target.
+  static std::size_t body_limit_for(std::string_view target);
 
   // `owner` is the owner's bearer token (at least 32 characters) and where it counts. With a
   // resolver (the Bridge), a claim-next answers with the envelope it resolves, as the Bridge's
@@ -180,6 +193,9 @@ class TaskApi {
   http::Response route(const http::Request& request, std::string& route_name);
   http::Response claim_next(const Agent& agent, const nlohmann::json& body);
   http::Response result(const Agent& agent, const std::string& task_id, nlohmann::json body);
+  http::Response results(const Agent& agent, const nlohmann::json& body);
+  // Logs a result request's claim refusal (the results stand).
+  static void note_claim_error(const std::string& worker_id, const std::exception_ptr& error);
   // GET /v1/dashboard (src/taskapi/dashboard.cpp).
   http::Response dashboard(const http::Request& request);
   // Adds which daemon answered to an owner's view: service, version, whether it leads.

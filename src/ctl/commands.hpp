@@ -42,7 +42,8 @@ struct PrunedFiles {
 PrunedFiles prune_files(Client& client, const std::vector<std::string>& exchange_roots,
                         const std::vector<std::string>& workspace_roots, std::chrono::seconds age);
 
-// The JSON object of FILE, or of standard input for "-"; UsageError when it is not one.
-nlohmann::json read_json_argument(const std::string& file);
+// The JSON object of FILE, or of standard input for "-" (or, when `list_allowed`, a non-empty
+// JSON list); UsageError when it is not one.
+nlohmann::json read_json_argument(const std::string& file, bool list_allowed = false);
 
 }  // namespace aios::ctl

@@ -64,7 +64,7 @@ long long seconds_of(const std::string& duration) {
   return std::stoll(digits) * scale;
 }
 
-nlohmann::json read_json_argument(const std::string& file) {
+nlohmann::json read_json_argument(const std::string& file, bool list_allowed) {
   std::string text;
   if (file == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -74,8 +74,13 @@ nlohmann::json read_json_argument(const std::string& file) {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   auto value = parse_json(text);
+  if (list_allowed && value.is_array()) {
+    if (value.empty()) throw UsageError(file + " is an empty list");
+    return value;
+  }
   if (value.is_discarded() || !value.is_object()) {
-    throw UsageError(file + " is not one JSON object");
+    throw UsageError(file + (list_allowed ? " is neither a JSON object nor a list of them"
+                                          : " is not one JSON object"));
   }
   return value;
 }

@@ -1,5 +1,6 @@
 // aiosctl's task subcommands: list, show, events, why, cancel, verify, rebind, create, plans,
 // the fleet-wide event feed, the store's status and pruning.
+#include <algorithm>
 #include <cctype>
 #include <memory>
 
@@ -193,17 +194,58 @@ void add_task(CLI::App& app, Action& action, const SharedTaskOptions& o) {
   });
 }
 
+// POST /v1/tasks/batch for a list of tasks, a batch at a time: one line per task (its status, or
+// "refused" and its code), and the exit class of the first refusal.
+int create_many(Context& c, const Json& tasks) {
+  constexpr std::size_t kBatch = 1000;  // the endpoint's bound
+  Json answers = Json::array();
+  for (std::size_t first = 0; first < tasks.size(); first += kBatch) {
+    const auto last = std::min(tasks.size(), first + kBatch);
+    const Json batch = {{"tasks", Json(tasks.begin() + static_cast<long>(first),
+                                       tasks.begin() + static_cast<long>(last))}};
+    // Kept whole: a range over a member of the temporary answer would dangle.
+    auto answer = c.client.post(Service::kApi, "/v1/tasks/batch", batch);
+    for (auto& item : answer.at("tasks")) answers.push_back(std::move(item));
+  }
+  int exit = kDone;
+  for (const auto& answer : answers) {
+    if (!answer.contains("error") || exit != kDone) continue;
+    const auto* known = find_error(answer.value("error", std::string()));
+    exit = known != nullptr ? exit_code_of(Error(known->code)) : kFailed;
+  }
+  c.show({{"tasks", answers}}, [&] {
+    std::string text;
+    for (const auto& answer : answers) {
+      text += cell(answer.value("task_id", Json())) + " " +
+              (answer.contains("error") ? "refused " + cell(answer.at("error"))
+                                        : cell(answer.value("status", Json()))) +
+              "\n";
+    }
+    return text;
+  });
+  return exit;
+}
+
 void add_create_and_plans(CLI::App& app, Action& action, const SharedTaskOptions& o) {
-  auto* create = app.add_subcommand("create", "Project a task from its JSON (a file or -)");
-  create->add_option("file", o->file, "The task's JSON, or - for standard input")->required();
+  auto* create = app.add_subcommand(
+      "create", "Project a task from its JSON, or many from a JSON list (a file or -)");
+  create
+      ->add_option("file", o->file,
+                   "The task's JSON object, or a list of them (sent in batches of 1,000), or - "
+                   "for standard input")
+      ->required();
   create->callback([&action, o] {
-    action = [o](Context& c) {
-      const auto answer = c.client.post(Service::kApi, "/v1/tasks", read_json_argument(o->file));
-      c.show(answer, [&] {
-        return cell(answer.value("task_id", Json())) + " " + cell(answer.value("status", Json())) +
-               "\n";
-      });
-      return kDone;
+    action = [o](Context& c) -> int {
+      const auto given = read_json_argument(o->file, /*list_allowed=*/true);
+      if (given.is_object()) {
+        const auto answer = c.client.post(Service::kApi, "/v1/tasks", given);
+        c.show(answer, [&] {
+          return cell(answer.value("task_id", Json())) + " " +
+                 cell(answer.value("status", Json())) + "\n";
+        });
+        return kDone;
+      }
+      return create_many(c, given);
     };
   });
   auto* plans = app.add_subcommand("plans", "The Bridge's deterministic plans");

@@ -132,7 +132,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
     fail(ErrorCode::EXECUTION_DIGEST_INVALID);
   }
-  const ClaimGrant grant = new_grant();
+  const ClaimGrant grant = new_grants(1).front();
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
     const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
@@ -155,20 +155,49 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
 std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
                                                     const std::string& worker_id,
                                                     fleet::ClaimResolver* resolver, bool liveness) {
-  if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
-  const ClaimGrant grant = new_grant();
-  std::optional<nlohmann::json> response;
-  store_.write([&](store::Transaction& tx) {
-    response = claim_next_in(tx, agent, worker_id, resolver, grant, liveness);
-  });
-  if (response) environment_.faults.point("scheduler_claim_committed");
-  return response;
+  auto claims = claim_next_many(agent, worker_id, 1, resolver, liveness);
+  if (claims.empty()) return std::nullopt;
+  return std::move(claims.front());
 }
 
-std::optional<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, const Agent& agent,
+std::vector<nlohmann::json> TaskPlane::claim_next_many(const Agent& agent,
                                                        const std::string& worker_id,
+                                                       std::size_t max_tasks,
                                                        fleet::ClaimResolver* resolver,
-                                                       const ClaimGrant& grant, bool liveness) {
+                                                       bool liveness) {
+  if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
+  const auto grants = new_grants(max_tasks);
+  std::vector<nlohmann::json> claims;
+  store_.write([&](store::Transaction& tx) {
+    claims = claim_next_in(tx, agent, worker_id, resolver, grants, liveness);
+  });
+  claims_committed(claims);
+  return claims;
+}
+
+void TaskPlane::claims_committed(const std::vector<nlohmann::json>& claims) {
+  if (!claims.empty()) environment_.faults.point("scheduler_claim_committed");
+}
+
+std::vector<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, const Agent& agent,
+                                                     const std::string& worker_id,
+                                                     fleet::ClaimResolver* resolver,
+                                                     const std::vector<ClaimGrant>& grants,
+                                                     bool liveness) {
+  // One after another in the transaction: each sees the slots and tasks the ones before took.
+  std::vector<nlohmann::json> claims;
+  for (const auto& grant : grants) {
+    auto claim = claim_one_in(tx, agent, worker_id, resolver, grant, liveness);
+    if (!claim) break;
+    claims.push_back(std::move(*claim));
+  }
+  return claims;
+}
+
+std::optional<nlohmann::json> TaskPlane::claim_one_in(store::Transaction& tx, const Agent& agent,
+                                                      const std::string& worker_id,
+                                                      fleet::ClaimResolver* resolver,
+                                                      const ClaimGrant& grant, bool liveness) {
   const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
   const auto live = claimant(worker, grant.now);
   // A worker that can take nothing now is answered before the queue is read.
@@ -266,13 +295,18 @@ void TaskPlane::queue_changed(QueueChange change) const {
   if (queue_changed_) queue_changed_(change);
 }
 
-TaskPlane::ClaimGrant TaskPlane::new_grant() {
+std::vector<TaskPlane::ClaimGrant> TaskPlane::new_grants(std::size_t count) {
   const auto now = store_.now();
-  return {.now = to_epoch_seconds(now),
-          .now_iso = format_iso8601(now),
-          .expires = now + options_.lease,
-          .lease_token = environment_.random.hex(32),
-          .claim_id = "claim-" + environment_.random.hex(16)};
+  std::vector<ClaimGrant> grants;
+  grants.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    grants.push_back({.now = to_epoch_seconds(now),
+                      .now_iso = format_iso8601(now),
+                      .expires = now + options_.lease,
+                      .lease_token = environment_.random.hex(32),
+                      .claim_id = "claim-" + environment_.random.hex(16)});
+  }
+  return grants;
 }
 
 nlohmann::json TaskPlane::commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,

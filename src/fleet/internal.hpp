@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "aios/fleet.hpp"
@@ -146,5 +149,60 @@ std::int64_t append_events(const std::vector<store::EventRecord>& events, bool w
 
 // A fresh agent token: "aios_" and 64 hex digits from the CSPRNG.
 std::string new_agent_token(Random& random);
+
+// --- Transitions checked before their transaction and applied inside it: a single call's one
+// step, or one item of a batch under a savepoint of its own. An apply may run again (a re-run
+// write body), so it only writes through `tx` and sets what it answers.
+
+// A new task projected and validated, and resolved as a claim would with no plan registered.
+struct NewTask {
+  store::TaskRow row;
+  std::optional<Error> unresolvable;  // refused, unless the request replays a stored task
+};
+NewTask new_task(const nlohmann::json& body, ClaimResolver* resolver, TimePoint now);
+// 201 and the new task's view, or 200 and the stored view for an identical replay
+// (TASK_ALREADY_EXISTS for another body under the id).
+std::pair<int, nlohmann::json> store_new_task(store::Transaction& tx, const NewTask& task);
+
+struct ResultSubmission {
+  LeaseProof proof;
+  std::string idempotency_key{};
+  std::string result_json{};  // canonical
+  std::string request_sha256{};
+};
+ResultSubmission result_submission_of(const nlohmann::json& body, std::size_t max_result_bytes);
+struct ResultApplied {
+  int status = 201;  // 200: the replay of a stored submission
+  nlohmann::json answer;
+  std::string freed_worker{};  // whose slot a new submission freed
+};
+ResultApplied apply_result(store::Transaction& tx, const Agent& agent, const std::string& task_id,
+                           const ResultSubmission& submission, TaskFactsCache& facts,
+                           TimePoint now);
+
+struct Verification {
+  std::int64_t expected_revision = 0;
+  std::string decision;
+  std::string reason;
+};
+Verification verification_of(const nlohmann::json& body);
+struct VerificationApplied {
+  nlohmann::json view;
+  bool requeued = false;  // NEEDS_REWORK sent it back to the queue
+};
+VerificationApplied apply_verification(store::Transaction& tx, const std::string& task_id,
+                                       const Verification& verification,
+                                       const std::string& now_iso);
+
+// `check()`'s aios::Error as an item's refusal (nullptr: it passed); anything else propagates.
+std::exception_ptr refusal_of(const std::function<void()>& check);
+// Runs apply(tx, i) for every item not refused yet, each under a savepoint of its own: an
+// aios::Error becomes the item's refusal with its writes rolled back, anything else fails the
+// whole write.
+void apply_each(store::Transaction& tx, std::vector<std::exception_ptr>& refused,
+                const std::function<void(store::Transaction&, std::size_t)>& apply);
+// A refused item's answer: {"task_id", "error": "<CODE>"}, as error_response words the code
+// (task_id null when the item named none).
+nlohmann::json refused_item(const std::string& task_id, const std::exception_ptr& error);
 
 }  // namespace aios::fleet

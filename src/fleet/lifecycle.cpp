@@ -141,102 +141,128 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
   return response;
 }
 
-std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
-                                                        const std::string& task_id,
-                                                        const nlohmann::json& body) {
-  return submit_result_with(agent, task_id, body, nullptr, nullptr);
-}
-
-TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(const Agent& agent,
-                                                               const std::string& task_id,
-                                                               const nlohmann::json& body,
-                                                               const std::string& worker_id,
-                                                               fleet::ClaimResolver* resolver) {
-  if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
-  const ClaimGrant grant = new_grant();
-  ResultThenClaim out;
-  const std::function<void(store::Transaction&)> claim = [&](store::Transaction& tx) {
-    out.claim = claim_next_in(tx, agent, worker_id, resolver, grant, /*liveness=*/true);
-  };
-  std::tie(out.status, out.response) =
-      submit_result_with(agent, task_id, body, &claim, &out.claim_error);
-  if (out.claim_error) out.claim.reset();
-  if (out.claim) environment_.faults.point("scheduler_claim_committed");
-  return out;
-}
-
-std::pair<int, nlohmann::json> TaskPlane::submit_result_with(
-    const Agent& agent, const std::string& task_id, const nlohmann::json& body,
-    const std::function<void(store::Transaction&)>* then, std::exception_ptr* then_error) {
+fleet::ResultSubmission fleet::result_submission_of(const nlohmann::json& body,
+                                                    std::size_t max_result_bytes) {
+  if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   envelope::require_exact_keys(
       body, {"lease_token", "attempt", "execution_digest", "idempotency_key", "result"},
       ErrorCode::REQUEST_FIELDS_INVALID);
-  const auto proof = fleet::lease_proof_of(body);
-  const auto attempt = proof.attempt;
+  ResultSubmission submission{.proof = lease_proof_of(body)};
   const auto& key = body["idempotency_key"];
   if (!key.is_string() || !envelope::is_idempotency_key(key.get_ref<const std::string&>())) {
     fail(ErrorCode::IDEMPOTENCY_KEY_INVALID);
   }
+  submission.idempotency_key = key;
   const auto& result = body["result"];
   if (!result.is_object()) fail(ErrorCode::RESULT_INVALID);
-  const std::string result_json = canonical_json(result);
-  if (result_json.size() > options_.max_result_bytes) fail(ErrorCode::RESULT_TOO_LARGE);
+  submission.result_json = canonical_json(result);
+  if (submission.result_json.size() > max_result_bytes) fail(ErrorCode::RESULT_TOO_LARGE);
   // The token is left out: a replay after the lease ended must still find the stored answer.
-  const std::string request_sha = digest({{"attempt", attempt},
-                                          {"execution_digest", body["execution_digest"]},
-                                          {"idempotency_key", key},
-                                          {"result", result}});
-  const auto now = store_.now();
-  const std::string now_iso = format_iso8601(now);
-  int status = 201;
-  nlohmann::json response;
-  std::string freed_worker;
-  const std::function<void(store::Transaction&)> result_body = [&](store::Transaction& tx) {
-    if (const auto replay = tx.load_result(task_id, key.get<std::string>())) {
-      // Only the agent that submitted may replay: another learns nothing of the task.
-      if (replay->agent_id != agent.agent_id) fail(ErrorCode::LEASE_INVALID);
-      if (replay->request_sha256 != request_sha) fail(ErrorCode::RESULT_IDEMPOTENCY_CONFLICT);
-      status = 200;
-      response = fleet::parse_column(replay->response_json, nlohmann::json::object());
-      response["idempotent"] = true;
-      return;
+  submission.request_sha256 = digest({{"attempt", submission.proof.attempt},
+                                      {"execution_digest", submission.proof.execution_digest},
+                                      {"idempotency_key", key},
+                                      {"result", result}});
+  return submission;
+}
+
+fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& agent,
+                                         const std::string& task_id,
+                                         const ResultSubmission& submission, TaskFactsCache& facts,
+                                         TimePoint now) {
+  const auto& key = submission.idempotency_key;
+  if (const auto replay = tx.load_result(task_id, key)) {
+    // Only the agent that submitted may replay: another learns nothing of the task.
+    if (replay->agent_id != agent.agent_id) fail(ErrorCode::LEASE_INVALID);
+    if (replay->request_sha256 != submission.request_sha256) {
+      fail(ErrorCode::RESULT_IDEMPOTENCY_CONFLICT);
     }
-    auto row = fleet::load_existing_task(tx, task_id);
-    fleet::check_attempt(tx, row, agent, proof, now, facts_->get(row).execution_digest);
-    const std::string worker_id = row.claimed_by;
-    freed_worker = worker_id;
-    const std::string claim_id = row.claim_id;
-    row.status = "VERIFYING";
-    row.result_json = result_json;
-    row.lease_token_hash.clear();
-    row.lease_expires_at.clear();
-    commit_row(tx, row, now_iso);
-    const double now_s = to_epoch_seconds(now);
-    tx.end_claim(claim_id, "SUBMITTED", now_iso);
-    tx.end_dispatch(task_id, "COMPLETED", now_s);
-    tx.note_worker_success(worker_id, now_s);
-    const std::string result_sha = sha256_hex(result_json);
-    tx.append_event(task_id, "TASK_RESULT_SUBMITTED", agent.agent_id,
-                    {{"attempt", attempt},
-                     {"idempotency_key", key},
-                     {"execution_digest", body["execution_digest"]},
-                     {"result_sha256", result_sha},
-                     {"worker_id", worker_id}},
-                    now_iso);
-    response = {{"task_id", task_id}, {"status", row.status},        {"revision", row.revision},
-                {"attempt", attempt}, {"result_sha256", result_sha}, {"idempotent", false}};
-    tx.insert_result({task_id, key.get<std::string>(), attempt, agent.agent_id, request_sha,
-                      canonical_json(response), now_iso});
-  };
-  if (then != nullptr) {
-    *then_error = store_.write_then(result_body, *then);
-  } else {
-    store_.write(result_body);
+    ResultApplied replayed{.status = 200,
+                           .answer = parse_column(replay->response_json, nlohmann::json::object())};
+    replayed.answer["idempotent"] = true;
+    return replayed;
   }
-  if (status == 201) environment_.faults.point("scheduler_result_committed");
-  // The claim's slot is free: what that worker may claim changed, nobody else's.
-  if (status == 201) queue_changed({.claims = 0, .worker_id = freed_worker});
-  return {status, response};
+  const auto& proof = submission.proof;
+  const std::string now_iso = format_iso8601(now);
+  auto row = load_existing_task(tx, task_id);
+  check_attempt(tx, row, agent, proof, now, facts.get(row).execution_digest);
+  const std::string worker_id = row.claimed_by;
+  const std::string claim_id = row.claim_id;
+  row.status = "VERIFYING";
+  row.result_json = submission.result_json;
+  row.lease_token_hash.clear();
+  row.lease_expires_at.clear();
+  commit_row(tx, row, now_iso);
+  const double now_s = to_epoch_seconds(now);
+  tx.end_claim(claim_id, "SUBMITTED", now_iso);
+  tx.end_dispatch(task_id, "COMPLETED", now_s);
+  tx.note_worker_success(worker_id, now_s);
+  const std::string result_sha = sha256_hex(submission.result_json);
+  tx.append_event(task_id, "TASK_RESULT_SUBMITTED", agent.agent_id,
+                  {{"attempt", proof.attempt},
+                   {"idempotency_key", key},
+                   {"execution_digest", proof.execution_digest},
+                   {"result_sha256", result_sha},
+                   {"worker_id", worker_id}},
+                  now_iso);
+  ResultApplied applied{.status = 201,
+                        .answer = {{"task_id", task_id},
+                                   {"status", row.status},
+                                   {"revision", row.revision},
+                                   {"attempt", proof.attempt},
+                                   {"result_sha256", result_sha},
+                                   {"idempotent", false}},
+                        .freed_worker = worker_id};
+  tx.insert_result({task_id, key, proof.attempt, agent.agent_id, submission.request_sha256,
+                    canonical_json(applied.answer), now_iso});
+  return applied;
+}
+
+std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
+                                                        const std::string& task_id,
+                                                        const nlohmann::json& body) {
+  const auto submission = fleet::result_submission_of(body, options_.max_result_bytes);
+  const auto now = store_.now();
+  fleet::ResultApplied applied;
+  store_.write([&](store::Transaction& tx) {
+    applied = fleet::apply_result(tx, agent, task_id, submission, *facts_, now);
+  });
+  results_committed({applied.freed_worker});
+  return {applied.status, std::move(applied.answer)};
+}
+
+TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(
+    const Agent& agent, const std::string& task_id, const nlohmann::json& body,
+    const std::string& worker_id, std::size_t max_tasks, fleet::ClaimResolver* resolver) {
+  if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
+  const auto submission = fleet::result_submission_of(body, options_.max_result_bytes);
+  const auto now = store_.now();
+  const auto grants = new_grants(max_tasks);
+  ResultThenClaim out;
+  fleet::ResultApplied applied;
+  out.claim_error = store_.write_then(
+      [&](store::Transaction& tx) {
+        applied = fleet::apply_result(tx, agent, task_id, submission, *facts_, now);
+      },
+      [&](store::Transaction& tx) {
+        out.claims = claim_next_in(tx, agent, worker_id, resolver, grants, /*liveness=*/true);
+      });
+  results_committed({applied.freed_worker});
+  if (out.claim_error) out.claims.clear();
+  claims_committed(out.claims);
+  out.status = applied.status;
+  out.response = std::move(applied.answer);
+  return out;
+}
+
+void TaskPlane::results_committed(const std::vector<std::string>& freed_workers) {
+  std::set<std::string> freed;
+  for (const auto& worker : freed_workers) {
+    if (!worker.empty()) freed.insert(worker);
+  }
+  if (freed.empty()) return;
+  environment_.faults.point("scheduler_result_committed");
+  // The claims' slots are free: what those workers may claim changed, nobody else's.
+  for (const auto& worker : freed) queue_changed({.claims = 0, .worker_id = worker});
 }
 
 nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id,
@@ -278,48 +304,65 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
   return view;
 }
 
-nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::json& body) {
+fleet::Verification fleet::verification_of(const nlohmann::json& body) {
+  if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   envelope::require_known_keys(body, {"expected_revision", "decision", "reason"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
-  const auto expected = envelope::require_int(envelope::get_or(body, "expected_revision", kNull), 0,
-                                              INT64_MAX, ErrorCode::REVISION_INVALID);
+  Verification verification;
+  verification.expected_revision =
+      envelope::require_int(envelope::get_or(body, "expected_revision", kNull), 0, INT64_MAX,
+                            ErrorCode::REVISION_INVALID);
   const auto& decision = envelope::get_or(body, "decision", kNull);
   if (decision != "PASS" && decision != "NEEDS_REWORK" && decision != "FAIL") {
     fail(ErrorCode::VERIFICATION_DECISION_INVALID);
   }
-  const std::string reason = reason_of(body);
-  const nlohmann::json verification = {{"decision", decision}, {"reason", reason}};
+  verification.decision = decision;
+  verification.reason = reason_of(body);
+  return verification;
+}
+
+fleet::VerificationApplied fleet::apply_verification(store::Transaction& tx,
+                                                     const std::string& task_id,
+                                                     const Verification& verification,
+                                                     const std::string& now_iso) {
+  const auto& decision = verification.decision;
+  const nlohmann::json recorded = {{"decision", decision}, {"reason", verification.reason}};
+  auto row = load_existing_task(tx, task_id);
+  if (row.status != "VERIFYING") fail(ErrorCode::TASK_NOT_VERIFYING);
+  if (row.revision != verification.expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
+  row.verification_json = canonical_json(recorded);
+  VerificationApplied applied;
+  if (decision == "PASS") {
+    row.status = "SUCCEEDED";
+  } else if (decision == "FAIL") {
+    row.status = "FAILED";
+  } else {
+    requeue_or_fail(row);
+    applied.requeued = row.status == "QUEUED";
+  }
+  row.claimed_by.clear();
+  row.claim_id.clear();
+  commit_row(tx, row, now_iso);
+  tx.append_event(task_id, "TASK_VERIFIED", "owner-control",
+                  {{"decision", decision},
+                   {"reason", verification.reason},
+                   {"status", row.status},
+                   {"verification_sha256", digest(recorded)}},
+                  now_iso);
+  applied.view = view_of(row);
+  return applied;
+}
+
+nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::json& body) {
+  const auto verification = fleet::verification_of(body);
   const std::string now_iso = format_iso8601(store_.now());
-  nlohmann::json view;
-  bool requeued = false;
+  fleet::VerificationApplied applied;
   store_.write([&](store::Transaction& tx) {
-    auto row = fleet::load_existing_task(tx, task_id);
-    if (row.status != "VERIFYING") fail(ErrorCode::TASK_NOT_VERIFYING);
-    if (row.revision != expected) fail(ErrorCode::TASK_REVISION_CONFLICT);
-    row.verification_json = canonical_json(verification);
-    requeued = false;
-    if (decision == "PASS") {
-      row.status = "SUCCEEDED";
-    } else if (decision == "FAIL") {
-      row.status = "FAILED";
-    } else {
-      requeue_or_fail(row);
-      requeued = row.status == "QUEUED";
-    }
-    row.claimed_by.clear();
-    row.claim_id.clear();
-    commit_row(tx, row, now_iso);
-    tx.append_event(task_id, "TASK_VERIFIED", "owner-control",
-                    {{"decision", decision},
-                     {"reason", reason},
-                     {"status", row.status},
-                     {"verification_sha256", digest(verification)}},
-                    now_iso);
-    view = fleet::view_of(row);
+    applied = fleet::apply_verification(tx, task_id, verification, now_iso);
   });
   // A verification frees no slot (the result did): only a task sent back is claimable again.
-  if (requeued) queue_changed();
-  return view;
+  if (applied.requeued) queue_changed();
+  return applied.view;
 }
 
 nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::json& body) {

@@ -38,8 +38,8 @@ bool readable_by(store::Transaction& tx, const store::TaskRow& row, const Agent*
 
 }  // namespace
 
-std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body,
-                                                      fleet::ClaimResolver* resolver) {
+fleet::NewTask fleet::new_task(const nlohmann::json& body, ClaimResolver* resolver,
+                               TimePoint now_at) {
   if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   const auto binding_it = body.find("binding");
   if (binding_it == body.end()) fail(ErrorCode::BINDING_INVALID);
@@ -55,10 +55,10 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
   if (!task_request.contains("task_id")) fail(ErrorCode::TASK_BINDING_MISMATCH);
   const auto projected = project_online_task(binding, task_request, execution_request);
   const auto& execution = projected["metadata"]["execution"];
-  const std::string request_sha = digest(body);
-  const std::string now = format_iso8601(store_.now());
+  const std::string now = format_iso8601(now_at);
 
-  store::TaskRow row;
+  NewTask task;
+  auto& row = task.row;
   row.task_id = binding.task_id;
   row.status = "QUEUED";
   row.attempt = 0;
@@ -77,41 +77,45 @@ std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body
   nlohmann::json document = projected;
   document.erase("metadata");
   row.task_json = canonical_json(document);
-  row.request_sha256 = request_sha;
+  row.request_sha256 = digest(body);
   row.created_at = now;
   row.updated_at = now;
   // Resolved as a claim would, outside the write: a task that could never run is refused
   // before anything is stored, unless it is the identical replay of one stored earlier.
-  std::optional<Error> unresolvable;
   if (resolver != nullptr) {
     try {
       resolver->check_resolvable(row, execution);
     } catch (const Error& error) {
-      unresolvable = error;
+      task.unresolvable = error;
     }
   }
+  return task;
+}
 
-  int status = 201;
-  nlohmann::json view;
-  store_.write([&](store::Transaction& tx) {
-    if (const auto existing = tx.load_task(row.task_id)) {
-      if (existing->request_sha256 != request_sha) fail(ErrorCode::TASK_ALREADY_EXISTS);
-      status = 200;
-      view = fleet::view_of(*existing);
-      return;
-    }
-    if (unresolvable) throw *unresolvable;
-    tx.insert_task(row);
-    tx.append_event(row.task_id, "TASK_CREATED", "owner-control",
-                    {{"execution_digest", row.execution_digest},
-                     {"action", row.action},
-                     {"adapter", row.adapter},
-                     {"revision", row.revision}},
-                    now);
-    view = fleet::view_of(*tx.load_task(row.task_id));
-  });
-  if (status == 201) queue_changed();
-  return {status, view};
+std::pair<int, nlohmann::json> fleet::store_new_task(store::Transaction& tx, const NewTask& task) {
+  const auto& row = task.row;
+  if (const auto existing = tx.load_task(row.task_id)) {
+    if (existing->request_sha256 != row.request_sha256) fail(ErrorCode::TASK_ALREADY_EXISTS);
+    return {200, view_of(*existing)};
+  }
+  if (task.unresolvable) throw *task.unresolvable;
+  tx.insert_task(row);
+  tx.append_event(row.task_id, "TASK_CREATED", "owner-control",
+                  {{"execution_digest", row.execution_digest},
+                   {"action", row.action},
+                   {"adapter", row.adapter},
+                   {"revision", row.revision}},
+                  row.created_at);
+  return {201, view_of(*tx.load_task(row.task_id))};
+}
+
+std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body,
+                                                      fleet::ClaimResolver* resolver) {
+  const auto task = fleet::new_task(body, resolver, store_.now());
+  std::pair<int, nlohmann::json> answer;
+  store_.write([&](store::Transaction& tx) { answer = fleet::store_new_task(tx, task); });
+  if (answer.first == 201) queue_changed();
+  return answer;
 }
 
 nlohmann::json TaskPlane::task_view(const std::string& task_id, const Agent* reader) {

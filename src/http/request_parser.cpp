@@ -2,6 +2,7 @@
 #include "http/request_parser.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "http/url.hpp"
 
@@ -15,8 +16,9 @@ std::string_view view(beast::string_view text) {
 }  // namespace
 
 RequestParser::RequestParser(Request& request, std::size_t max_body_bytes,
-                             std::size_t max_header_bytes)
-    : request_(request) {
+                             std::size_t max_header_bytes,
+                             std::function<std::size_t(std::string_view)> body_limit_for)
+    : request_(request), body_limit_for_(std::move(body_limit_for)) {
   body_limit(std::uint64_t{max_body_bytes});
   header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes, UINT32_MAX)));
   request_.method.clear();
@@ -41,6 +43,12 @@ void RequestParser::on_request_impl(beast::http::verb, beast::string_view method
   request_.method.assign(method_str.data(), method_str.size());
   request_.target.assign(target.data(), target.size());
   version_ = version;
+  // Before the fields: Beast refuses a Content-Length over the limit as it finishes the header.
+  if (body_limit_for_) {
+    if (const auto limit = body_limit_for_(request_.target); limit > 0) {
+      body_limit(std::uint64_t{limit});
+    }
+  }
 }
 
 void RequestParser::on_field_impl(beast::http::field name, beast::string_view name_string,

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string_view>
 
 #include "aios/http.hpp"
 #include "http/beast.hpp"
@@ -15,8 +17,10 @@ namespace aios::http::detail {
 class RequestParser final : public beast::http::basic_parser<true> {
  public:
   // Clears the message fields of `request` (keeping capacity; remote_address/port are left
-  // alone) and limits the body and header sizes.
-  RequestParser(Request& request, std::size_t max_body_bytes, std::size_t max_header_bytes);
+  // alone) and limits the body and header sizes; `body_limit_for` (may be empty) gives a
+  // target's own body limit (ServerOptions::max_body_bytes_for).
+  RequestParser(Request& request, std::size_t max_body_bytes, std::size_t max_header_bytes,
+                std::function<std::size_t(std::string_view)> body_limit_for = {});
 
   // True when the client sent "Expect: 100-continue".
   bool expects_continue() const { return expects_continue_; }
@@ -40,6 +44,7 @@ class RequestParser final : public beast::http::basic_parser<true> {
   void on_finish_impl(beast::error_code&) override {}
 
   Request& request_;
+  std::function<std::size_t(std::string_view)> body_limit_for_;
   std::size_t headers_used_ = 0;
   int authorization_count_ = 0;
   int version_ = 11;

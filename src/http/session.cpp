@@ -155,7 +155,8 @@ void Session::read_header() {
   if (stop_requested_ || state_->stopping.load()) return close();
   phase_ = Phase::reading;
   const auto& options = state_->options;
-  parser_.emplace(request_, options.max_body_bytes, options.max_header_bytes);
+  parser_.emplace(request_, options.max_body_bytes, options.max_header_bytes,
+                  options.max_body_bytes_for);
   lowest().expires_after(options.read_timeout);  // covers header and body together
   with_stream([this](auto& stream) {
     bhttp::async_read_header(stream, buffer_, *parser_,

@@ -54,6 +54,7 @@ struct Scheduler::Parts {
   http::ServerOptions api_options(const SchedulerOptions& options) {
     auto server = listener(options.api_host, options.api_port, options);
     server.admits = [this](const http::Request& request) { return api.admits(request); };
+    server.max_body_bytes_for = &TaskApi::body_limit_for;
     return server;
   }
   http::ServerOptions bridge_options(const SchedulerOptions& options) {

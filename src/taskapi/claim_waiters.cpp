@@ -23,7 +23,7 @@ std::uint64_t ClaimWaiters::version() {
   return version_;
 }
 
-void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
+void ClaimWaiters::wait(const Agent& agent, std::string worker_id, std::size_t max_tasks,
                         std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
                         std::function<bool()> gone, Answer answer) {
   {
@@ -32,14 +32,14 @@ void ClaimWaiters::wait(const Agent& agent, std::string worker_id,
       // A signal since the caller's own attempt may have been taken before this waiter was in:
       // it tries once more, whatever the others are owed.
       const bool missed = version_ != seen_version;
-      waiters_.push_back(
-          {agent, std::move(worker_id), deadline, std::move(gone), std::move(answer), missed});
+      waiters_.push_back({agent, std::move(worker_id), max_tasks, deadline, std::move(gone),
+                          std::move(answer), missed});
       arrived_ = true;  // its deadline may come before the thread's next wake
       wake_.notify_one();
       return;
     }
   }
-  answer(std::nullopt, nullptr);
+  answer({}, nullptr);
 }
 
 void ClaimWaiters::notify(std::size_t claims) {
@@ -72,7 +72,7 @@ void ClaimWaiters::stop() {
     left.swap(waiters_);
     wake_.notify_one();
   }
-  for (auto& waiter : left) waiter.answer(std::nullopt, nullptr);
+  for (auto& waiter : left) waiter.answer({}, nullptr);
 }
 
 std::size_t ClaimWaiters::waiting() {
@@ -81,28 +81,32 @@ std::size_t ClaimWaiters::waiting() {
 }
 
 ClaimWaiters::Settled ClaimWaiters::settle(Waiter& waiter, bool try_claim,
-                                           std::chrono::steady_clock::time_point now) {
+                                           std::chrono::steady_clock::time_point now,
+                                           std::size_t& claimed) {
+  claimed = 0;
   // A claim for a caller that went away would sit CLAIMED until its lease ran out.
   if (waiter.gone && waiter.gone()) {
-    waiter.answer(std::nullopt, nullptr);
+    waiter.answer({}, nullptr);
     return Settled::kAnswered;
   }
   try {
     if (try_claim) {
-      if (auto claim =
-              plane_.claim_next(waiter.agent, waiter.worker_id, resolver_, /*liveness=*/false)) {
-        waiter.answer(std::move(claim), nullptr);
+      auto claims = plane_.claim_next_many(waiter.agent, waiter.worker_id, waiter.max_tasks,
+                                           resolver_, /*liveness=*/false);
+      if (!claims.empty()) {
+        claimed = claims.size();
+        waiter.answer(std::move(claims), nullptr);
         return Settled::kClaimed;
       }
       if (woken_for_nothing_) woken_for_nothing_();
     }
   } catch (const Error& error) {
     // The worker was removed or reassigned, or the store failed: the caller hears why.
-    waiter.answer(std::nullopt, &error);
+    waiter.answer({}, &error);
     return Settled::kAnswered;
   }
   if (now < waiter.deadline) return Settled::kWaiting;
-  waiter.answer(std::nullopt, nullptr);
+  waiter.answer({}, nullptr);
   return Settled::kAnswered;
 }
 
@@ -137,8 +141,9 @@ void ClaimWaiters::run() {
       const bool try_claim =
           everyone || owed > 0 || waiter.missed || signalled.contains(waiter.worker_id);
       waiter.missed = false;
-      const auto settled = settle(waiter, try_claim, now);
-      if (settled == Settled::kClaimed && owed > 0) --owed;
+      std::size_t claimed = 0;
+      const auto settled = settle(waiter, try_claim, now, claimed);
+      owed -= std::min(owed, claimed);
       if (settled == Settled::kWaiting) kept.push_back(std::move(waiter));
     }
     lock.lock();
@@ -150,7 +155,7 @@ void ClaimWaiters::run() {
   std::vector<Waiter> left;
   left.swap(waiters_);
   lock.unlock();
-  for (auto& waiter : left) waiter.answer(std::nullopt, nullptr);
+  for (auto& waiter : left) waiter.answer({}, nullptr);
 }
 
 }  // namespace aios

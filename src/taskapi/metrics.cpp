@@ -15,16 +15,18 @@ TaskApiMetrics::Slot& TaskApiMetrics::current_slot() {
   return slot;
 }
 
-void TaskApiMetrics::count_claim() {
-  ++claims_;
+void TaskApiMetrics::count_claim(std::uint64_t n) {
+  if (n == 0) return;
+  claims_ += n;
   std::lock_guard lock(mutex_);
-  ++current_slot().claims;
+  current_slot().claims += n;
 }
 
-void TaskApiMetrics::count_result() {
-  ++results_;
+void TaskApiMetrics::count_result(std::uint64_t n) {
+  if (n == 0) return;
+  results_ += n;
   std::lock_guard lock(mutex_);
-  ++current_slot().results;
+  current_slot().results += n;
 }
 
 nlohmann::json TaskApiMetrics::snapshot() {

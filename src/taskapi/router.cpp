@@ -113,58 +113,157 @@ http::Response TaskApi::handle(const http::Request& request) {
   return response;
 }
 
+namespace {
+
+// A claim request's max_tasks: nullopt when absent (one claim, answered as "claim"), else
+// 1..64 (CLAIM_MAX_TASKS_INVALID), answered as "claims".
+std::optional<std::size_t> max_tasks_of(const nlohmann::json& body) {
+  const auto found = body.find("max_tasks");
+  if (found == body.end()) return std::nullopt;
+  return static_cast<std::size_t>(envelope::require_int(*found, 1, TaskApi::kMaxClaimTasks,
+                                                        ErrorCode::CLAIM_MAX_TASKS_INVALID));
+}
+
+// The "claim_next" of a result request, taken out of `body`: {worker_id, max_tasks?}. No
+// worker id: none was asked for.
+struct NextClaims {
+  std::string worker_id;
+  std::optional<std::size_t> max_tasks;
+};
+NextClaims take_claim_next(nlohmann::json& body) {
+  NextClaims next;
+  const auto found = body.find("claim_next");
+  if (found == body.end()) return next;
+  if (!found->is_object()) fail(ErrorCode::REQUEST_FIELDS_INVALID);
+  envelope::require_known_keys(*found, {"worker_id", "max_tasks"},
+                               ErrorCode::REQUEST_FIELDS_INVALID);
+  next.worker_id = fleet::worker_id_of(*found);
+  next.max_tasks = max_tasks_of(*found);
+  body.erase(found);
+  return next;
+}
+
+// The claims as a claim request without max_tasks answers them ("claim": the one, or null) or
+// with it ("claims": every one), into `out`.
+void put_claims(nlohmann::json& out, std::vector<nlohmann::json> claims,
+                const std::optional<std::size_t>& max_tasks) {
+  if (max_tasks) {
+    out["claims"] = std::move(claims);
+  } else {
+    out["claim"] = claims.empty() ? nlohmann::json(nullptr) : std::move(claims.front());
+  }
+}
+
+// The items under a batch body's one field `field`: 1..kMaxBatchItems of them (BATCH_INVALID).
+// `extra` names the one other field the body may carry (may be null).
+const nlohmann::json& batch_items(const nlohmann::json& body, const char* field,
+                                  const char* extra) {
+  if (extra != nullptr) {
+    envelope::require_known_keys(body, {field, extra}, ErrorCode::REQUEST_FIELDS_INVALID);
+  } else {
+    envelope::require_known_keys(body, {field}, ErrorCode::REQUEST_FIELDS_INVALID);
+  }
+  const auto found = body.find(field);
+  if (found == body.end() || !found->is_array() || found->empty() ||
+      found->size() > TaskApi::kMaxBatchItems) {
+    fail(ErrorCode::BATCH_INVALID);
+  }
+  return *found;
+}
+
+// Each item of a per-task batch as {task_id, the single call's body}: the item without its
+// task_id (an item that is not an object, or names no task id, is refused on its own).
+std::vector<TaskPlane::BatchItem> task_items(const nlohmann::json& items) {
+  std::vector<TaskPlane::BatchItem> out;
+  out.reserve(items.size());
+  for (const auto& item : items) {
+    TaskPlane::BatchItem entry{.task_id = {}, .body = item};
+    if (item.is_object()) {
+      if (const auto id = entry.body.find("task_id"); id != entry.body.end()) {
+        if (id->is_string()) entry.task_id = id->get<std::string>();
+        entry.body.erase(id);
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t TaskApi::body_limit_for(std::string_view target) {
+  const auto path = target.substr(0, target.find('?'));
+  if (path == "/v1/tasks/batch" || path == "/v1/tasks/results" ||
+      path == "/v1/tasks/verifications") {
+    return kMaxBatchBodyBytes;
+  }
+  return 0;
+}
+
 http::Response TaskApi::result(const Agent& agent, const std::string& task_id,
                                nlohmann::json body) {
-  // "claim_next": {worker_id} also claims the worker's next task once the result is durable,
-  // so a busy worker needs one request between two jobs. Checked before the result is.
-  std::string next_worker;
-  if (const auto next = body.find("claim_next"); next != body.end()) {
-    if (!next->is_object()) fail(ErrorCode::REQUEST_FIELDS_INVALID);
-    envelope::require_exact_keys(*next, {"worker_id"}, ErrorCode::REQUEST_FIELDS_INVALID);
-    next_worker = fleet::worker_id_of(*next);
-    body.erase(next);
-  }
-  if (next_worker.empty()) {
+  // "claim_next": {worker_id, max_tasks?} also claims the worker's next tasks once the result
+  // is durable, so a busy worker needs one request between two jobs. Checked before the result.
+  const auto next = take_claim_next(body);
+  if (next.worker_id.empty()) {
     auto [status, response] = plane_.submit_result(agent, task_id, body);
     if (status == 201) metrics_.count_result();
     return http::json_response(status, response);
   }
-  auto out = plane_.submit_result_then_claim(agent, task_id, body, next_worker, resolver_);
+  auto out = plane_.submit_result_then_claim(agent, task_id, body, next.worker_id,
+                                             next.max_tasks.value_or(1), resolver_);
   if (out.status == 201) metrics_.count_result();
-  // The result stands whatever the claim met; the worker hears of a refusal at its next
-  // claim-next.
-  if (out.claim_error) {
-    try {
-      std::rethrow_exception(out.claim_error);
-    } catch (const Error& error) {
-      log::warn("RESULT_CLAIM_NEXT_REFUSED", {{"worker_id", next_worker}, {"error", error.code()}});
-    }
-  }
-  if (out.claim) metrics_.count_claim();
-  out.response["claim"] = out.claim ? std::move(*out.claim) : nlohmann::json(nullptr);
+  note_claim_error(next.worker_id, out.claim_error);
+  metrics_.count_claim(out.claims.size());
+  put_claims(out.response, std::move(out.claims), next.max_tasks);
   return http::json_response(out.status, out.response);
 }
 
+void TaskApi::note_claim_error(const std::string& worker_id, const std::exception_ptr& error) {
+  // The results stand whatever the claim met; the worker hears of a refusal at its next
+  // claim-next.
+  if (!error) return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& refusal) {
+    log::warn("RESULT_CLAIM_NEXT_REFUSED", {{"worker_id", worker_id}, {"error", refusal.code()}});
+  }
+}
+
+http::Response TaskApi::results(const Agent& agent, const nlohmann::json& body) {
+  auto request = body;
+  const auto next = take_claim_next(request);
+  auto out = plane_.submit_results(agent, task_items(batch_items(request, "results", nullptr)),
+                                   next.worker_id, next.max_tasks.value_or(1), resolver_);
+  metrics_.count_result(out.stored);
+  note_claim_error(next.worker_id, out.claim_error);
+  metrics_.count_claim(out.claims.size());
+  return ok({{"results", std::move(out.results)}, {"claims", std::move(out.claims)}});
+}
+
 http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& body) {
-  envelope::require_known_keys(body, {"worker_id", "wait_ms"}, ErrorCode::REQUEST_FIELDS_INVALID);
+  envelope::require_known_keys(body, {"worker_id", "wait_ms", "max_tasks"},
+                               ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string id = fleet::worker_id_of(body);
   static const nlohmann::json kNoWait = 0;
   const auto wait_ms = envelope::require_int(envelope::get_or(body, "wait_ms", kNoWait), 0,
                                              kMaxClaimWaitMs, ErrorCode::CLAIM_WAIT_INVALID);
-  const auto answer = [this](std::optional<nlohmann::json> claim) {
-    if (claim) metrics_.count_claim();
-    return http::json_response(200,
-                               {{"claim", claim ? std::move(*claim) : nlohmann::json(nullptr)}});
+  const auto max_tasks = max_tasks_of(body);
+  const auto answer = [this, max_tasks](std::vector<nlohmann::json> claims) {
+    metrics_.count_claim(claims.size());
+    nlohmann::json out = nlohmann::json::object();
+    put_claims(out, std::move(claims), max_tasks);
+    return http::json_response(200, out);
   };
   const auto seen = waiters_.version();
-  auto claim = plane_.claim_next(agent, id, resolver_);
-  if (claim || wait_ms == 0) return answer(std::move(claim));
+  auto claims = plane_.claim_next_many(agent, id, max_tasks.value_or(1), resolver_);
+  if (!claims.empty() || wait_ms == 0) return answer(std::move(claims));
   const auto started = std::chrono::steady_clock::now();
   auto later = std::make_shared<http::Later>();
   waiters_.wait(
-      agent, id, started + std::chrono::milliseconds(wait_ms), seen,
+      agent, id, max_tasks.value_or(1), started + std::chrono::milliseconds(wait_ms), seen,
       [later] { return later->abandoned(); },
-      [this, later, answer, started](std::optional<nlohmann::json> found, const Error* error) {
+      [this, later, answer, started](std::vector<nlohmann::json> found, const Error* error) {
         auto response = error != nullptr ? http::error_response(*error) : answer(std::move(found));
         metrics_.observe("tasks_claim_next", response.status,
                          std::chrono::steady_clock::now() - started, true);
@@ -298,6 +397,24 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     return ok(plane_.list_tasks(text("status"), text("tenant"),
                                 static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
                                 query_int(request, "after", 0, 0, INT64_MAX)));
+  }
+  if (n == 3 && parts[2] == "batch" && method == "POST") {
+    route_name = "tasks_batch";
+    need_owner();
+    const auto body = http::json_object_body(request);
+    const auto& items = batch_items(body, "tasks", nullptr);
+    return ok(
+        plane_.create_tasks(std::vector<nlohmann::json>(items.begin(), items.end()), resolver_));
+  }
+  if (n == 3 && parts[2] == "results" && method == "POST") {
+    route_name = "tasks_results";
+    return results(need_agent(), http::json_object_body(request));
+  }
+  if (n == 3 && parts[2] == "verifications" && method == "POST") {
+    route_name = "tasks_verifications";
+    need_owner();
+    const auto body = http::json_object_body(request);
+    return ok(plane_.verify_many(task_items(batch_items(body, "verifications", nullptr))));
   }
   if (n == 3 && parts[2] == "poll" && method == "POST") {
     route_name = "tasks_poll";

@@ -159,7 +159,17 @@ TEST_F(CtlTest, CreatesTasksPlansAndAgents) {
   EXPECT_EQ(created.out, "ctl-created QUEUED\n");
   EXPECT_EQ(ctl({"create", "-"}, tenant_task("ctl-stdin", "acme").dump()).code, 0);
   EXPECT_EQ(task("ctl-stdin").at("status"), "QUEUED");
-  EXPECT_EQ(ctl({"create", "-"}, "[1,2]").code, ctl::kUsage);
+  EXPECT_EQ(ctl({"create", "-"}, "7").code, ctl::kUsage);
+  EXPECT_EQ(ctl({"create", "-"}, "[]").code, ctl::kUsage);
+  // A list goes in one batch: a line per task, and the exit class of the first refusal.
+  const Json many = {tenant_task("ctl-many-1", "acme"), tenant_task("ctl-many-2", "acme"), 1,
+                     tenant_task("ctl-many-1", "acme")};
+  const auto batch = ctl({"create", "-"}, many.dump());
+  EXPECT_EQ(batch.code, ctl::kInvalid) << batch.err;
+  EXPECT_EQ(batch.out,
+            "ctl-many-1 QUEUED\nctl-many-2 QUEUED\n- refused REQUEST_INVALID\n"
+            "ctl-many-1 refused TASK_ALREADY_EXISTS\n");
+  EXPECT_EQ(task("ctl-many-2").at("status"), "QUEUED");
   test::write_text_file(
       scheduler().dir() / "plan.json",
       Json({{"task_id", "ctl-created"}, {"change_set", {write_file("docs/CTL.md", "planned\n")}}})

@@ -6,5 +6,6 @@ aios_test(fleet_tests
   fleet/claim_next_test.cpp
   fleet/rebind_compat_test.cpp
   fleet/authorization_test.cpp
-  fleet/poll_view_test.cpp)
+  fleet/poll_view_test.cpp
+  fleet/batch_test.cpp)
 target_link_libraries(fleet_tests PRIVATE SQLite::SQLite3)

@@ -402,6 +402,48 @@ TEST_P(StoreConformance, AFailedSecondStepRollsBackAloneAndIsReturned) {
   EXPECT_FALSE(receipt("task-a", "key-00000002"));
 }
 
+TEST_P(StoreConformance, EachAttemptOfOneWriteStandsOrFallsAlone) {
+  // Given one write of four steps (a batch's items), where the second throws after writing and
+  // the third fails in the store itself (a task id that exists), we should find the first and
+  // fourth steps' writes committed, nothing of the second and third, and each error returned
+  // to its own step.
+  store_->write([&](store::Transaction& tx) { tx.insert_task(queued_task("taken")); });
+  std::vector<std::exception_ptr> errors;
+  store_->write([&](store::Transaction& tx) {
+    errors.clear();
+    errors.push_back(tx.attempt([&](store::Transaction& step) {
+      step.insert_task(queued_task("item-1"));
+      step.append_event("item-1", "TASK_CREATED", "", {{"n", 1}}, "2026-12-02T00:00:00Z");
+    }));
+    errors.push_back(tx.attempt([&](store::Transaction& step) {
+      step.insert_task(queued_task("item-2"));
+      step.insert_rebind_receipt(receipt_for("item-2", "key-00000002"));
+      throw Error(ErrorCode::TASK_NOT_CLAIMED);
+    }));
+    errors.push_back(
+        tx.attempt([&](store::Transaction& step) { step.insert_task(queued_task("taken")); }));
+    errors.push_back(
+        tx.attempt([&](store::Transaction& step) { step.insert_task(queued_task("item-4")); }));
+  });
+  ASSERT_EQ(errors.size(), 4U);
+  const auto code = [](const std::exception_ptr& error) {
+    return code_of([&] {
+      if (error) std::rethrow_exception(error);
+    });
+  };
+  EXPECT_FALSE(errors[0]);
+  EXPECT_EQ(code(errors[1]), "TASK_NOT_CLAIMED");
+  EXPECT_EQ(code(errors[2]), "STORE_FAILURE");
+  EXPECT_FALSE(errors[3]);
+  EXPECT_TRUE(load("item-1"));
+  EXPECT_FALSE(load("item-2"));
+  EXPECT_FALSE(receipt("item-2", "key-00000002"));
+  EXPECT_TRUE(load("item-4"));
+  std::size_t events = 0;
+  store_->read([&](store::Transaction& tx) { events = tx.task_events("item-1", 0, 10).size(); });
+  EXPECT_EQ(events, 1U);
+}
+
 TEST_P(StoreConformance, AFailedFirstStepRunsNoSecondAndCommitsNothing) {
   // Given a first step that throws, the second should not run and the error should propagate.
   bool second_ran = false;

@@ -129,14 +129,14 @@ TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
   waiters.notify();  // the signal of that task, with no waiter in yet
   // Time for the waiters' thread to take that signal with nobody to try for.
   std::this_thread::sleep_for(50ms);
-  std::promise<std::optional<Json>> claimed;
+  std::promise<std::vector<Json>> claimed;
 
-  waiters.wait(*agent, "worker-wait", std::chrono::steady_clock::now() + 20s, seen, nullptr,
-               [&](std::optional<Json> claim, const Error*) { claimed.set_value(claim); });
+  waiters.wait(*agent, "worker-wait", 1, std::chrono::steady_clock::now() + 20s, seen, nullptr,
+               [&](std::vector<Json> claims, const Error*) { claimed.set_value(claims); });
 
-  const auto claim = claimed.get_future().get();
-  ASSERT_TRUE(claim.has_value());
-  EXPECT_EQ((*claim)["task_id"], "wait-raced");
+  const auto claims = claimed.get_future().get();
+  ASSERT_EQ(claims.size(), 1U);
+  EXPECT_EQ(claims[0]["task_id"], "wait-raced");
 }
 
 // The tries of waiting claims that claimed nothing, as /metrics reports them.

@@ -508,6 +508,19 @@ class ErrorTableTest : public SchedulerTest {
          dump({{"worker_id", "w-main"}, {"limit", 1}}), 400, "REQUEST_FIELDS_INVALID"},
         {"claim-next by the owner", Who::kOwner, "POST", "/v1/tasks/claim-next",
          dump({{"worker_id", "w-main"}}), 403, "FORBIDDEN"},
+        {"claim-next for 65 tasks", Who::kAgentA, "POST", "/v1/tasks/claim-next",
+         dump({{"worker_id", "w-main"}, {"max_tasks", 65}}), 400, "CLAIM_MAX_TASKS_INVALID"},
+        {"a result claiming 0 next tasks", Who::kAgentA, "POST", "/v1/tasks/task-claimed/result",
+         with(Json::parse(
+                  result_for(lease_token_, 1, claimed_digest_, "result-claimed-1", {{"a", 1}})),
+              [](Json& b) {
+                b["claim_next"] = {{"worker_id", "w-main"}, {"max_tasks", 0}};
+              }),
+         400, "CLAIM_MAX_TASKS_INVALID"},
+        {"a batch of no tasks", Who::kOwner, "POST", "/v1/tasks/batch",
+         dump({{"tasks", Json::array()}}), 400, "BATCH_INVALID"},
+        {"results that are not a list", Who::kAgentA, "POST", "/v1/tasks/results",
+         dump({{"results", Json::object()}}), 400, "BATCH_INVALID"},
     };
   }
   // The fleet refuses the claimant.

@@ -11,7 +11,8 @@ aios_integration_test(taskapi_integration_tests
   taskapi/eligibility_test.cpp
   taskapi/startup_test.cpp
   taskapi/agents_test.cpp
-  taskapi/dashboard_test.cpp)
+  taskapi/dashboard_test.cpp
+  taskapi/batch_test.cpp)
 aios_on_postgres(taskapi_integration_tests 300 "-StartupTest.*")
 
 # The claim-next long poll in process (real SQLite, a ManualClock, the Task API's handler).

@@ -31,6 +31,21 @@ thread_local bool t_in_transaction = false;
 
 }  // namespace
 
+std::exception_ptr PgTransaction::attempt(const std::function<void(Transaction&)>& step) {
+  db_.exec("SAVEPOINT aios_step");
+  try {
+    step(*this);
+    db_.exec("RELEASE SAVEPOINT aios_step");
+    return nullptr;
+  } catch (...) {
+    // A lost serialisation conflict fails the whole transaction: write() runs it again.
+    if (db_.conflicted()) throw;
+    auto error = std::current_exception();
+    db_.exec("ROLLBACK TO SAVEPOINT aios_step");
+    return error;
+  }
+}
+
 class PostgresStore final : public Store {
  public:
   PostgresStore(PostgresOptions options, const Clock& clock)
@@ -42,30 +57,44 @@ class PostgresStore final : public Store {
     if (options_.database_clock) read_clock(*idle_.back());
   }
 
+  // Runs `body` in BEGIN … COMMIT until it commits or fails for a reason other than a lost
+  // conflict. A COMMIT whose outcome is unknown (the connection lost) is never re-run.
   void write(const std::function<void(Transaction&)>& body) override {
-    run_write([&](PgTransaction& tx) {
-      body(tx);
-      return std::exception_ptr();
-    });
-  }
-
-  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
-                                const std::function<void(Transaction&)>& then) override {
-    return run_write([&](PgTransaction& tx) {
-      body(tx);
-      auto& db = tx_connection(tx);
-      db.exec("SAVEPOINT aios_then");
+    // Seeded once per thread: random_device is a system call, and this runs on every write.
+    thread_local std::minstd_rand jitter(std::random_device{}());
+    for (int tries = 1;; ++tries) {
+      Lease lease(*this);
+      begin(lease, "BEGIN ISOLATION LEVEL SERIALIZABLE");
+      auto& db = lease.connection();
+      db.clear_conflict();
       try {
-        then(tx);
-        db.exec("RELEASE SAVEPOINT aios_then");
-        return std::exception_ptr();
+        if (options_.database_clock && clock_stale()) read_clock(db);
+        PgTransaction tx(db, true);
+        body(tx);
+        // A body that swallowed a failed statement leaves an aborted transaction, whose COMMIT
+        // answers ROLLBACK without an error.
+        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
+        const auto committed = db.exec("COMMIT").command();
+        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
+        // A body that caught a failed statement and went on: nothing of it was written.
+        if (committed != "COMMIT") {
+          throw Error(ErrorCode::STORE_FAILURE, "a statement of the transaction failed");
+        }
+        return;
       } catch (...) {
-        if (db.conflicted()) throw;
-        auto error = std::current_exception();
-        db.exec("ROLLBACK TO SAVEPOINT aios_then");
-        return error;
+        rollback(db);
+        if (!db.conflicted()) throw;
+        ++conflicts_;
+        if (tries >= kMaxAttempts) {
+          throw Error(ErrorCode::STORE_BUSY,
+                      "lost a serialisation conflict " + std::to_string(tries) + " times in a row");
+        }
       }
-    });
+      // Writers that collided start again apart.
+      const int ceiling = std::min(1 << std::min(tries, 6), 50);
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(std::uniform_int_distribution<int>(0, ceiling * 1000)(jitter)));
+    }
   }
 
   void read(const std::function<void(Transaction&)>& body) override {
@@ -213,47 +242,6 @@ class PostgresStore final : public Store {
       if (db.healthy()) db.exec("ROLLBACK");
     } catch (...) {
       // The connection is dropped when it is unhealthy; a failed ROLLBACK leaves nothing open.
-    }
-  }
-
-  // Runs `attempt` in BEGIN … COMMIT until it commits or fails for a reason other than a lost
-  // conflict. A COMMIT whose outcome is unknown (the connection lost) is never re-run.
-  template <typename Attempt>
-  std::exception_ptr run_write(Attempt attempt) {
-    // Seeded once per thread: random_device is a system call, and this runs on every write.
-    thread_local std::minstd_rand jitter(std::random_device{}());
-    for (int tries = 1;; ++tries) {
-      Lease lease(*this);
-      begin(lease, "BEGIN ISOLATION LEVEL SERIALIZABLE");
-      auto& db = lease.connection();
-      db.clear_conflict();
-      try {
-        if (options_.database_clock && clock_stale()) read_clock(db);
-        PgTransaction tx(db, true);
-        auto second_error = attempt(tx);
-        // A body that swallowed a failed statement leaves an aborted transaction, whose COMMIT
-        // answers ROLLBACK without an error.
-        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
-        const auto committed = db.exec("COMMIT").command();
-        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
-        // A body that caught a failed statement and went on: nothing of it was written.
-        if (committed != "COMMIT") {
-          throw Error(ErrorCode::STORE_FAILURE, "a statement of the transaction failed");
-        }
-        return second_error;
-      } catch (...) {
-        rollback(db);
-        if (!db.conflicted()) throw;
-        ++conflicts_;
-        if (tries >= kMaxAttempts) {
-          throw Error(ErrorCode::STORE_BUSY,
-                      "lost a serialisation conflict " + std::to_string(tries) + " times in a row");
-        }
-      }
-      // Writers that collided start again apart.
-      const int ceiling = std::min(1 << std::min(tries, 6), 50);
-      std::this_thread::sleep_for(
-          std::chrono::microseconds(std::uniform_int_distribution<int>(0, ceiling * 1000)(jitter)));
     }
   }
 

@@ -16,6 +16,8 @@ class PgTransaction final : public Transaction {
   // The connection the transaction runs on, for the store's own statements (savepoints, DDL).
   pg::Connection& connection() { return db_; }
 
+  std::exception_ptr attempt(const std::function<void(Transaction&)>& step) override;
+
   std::optional<TaskRow> load_task(const std::string& task_id) override;
   void insert_task(const TaskRow& row) override;
   bool update_task(const TaskRow& row, std::int64_t expected_revision,

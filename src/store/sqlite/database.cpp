@@ -246,12 +246,10 @@ class Database::Writer {
  public:
   explicit Writer(Pool& pool) : pool_(pool) {}
 
-  // `then` (may be null) runs after `body` under a savepoint of its own; its error is returned.
-  std::exception_ptr write(const std::function<void(SQLite::Database&)>& body,
-                           const std::function<void(SQLite::Database&)>* then) {
+  void write(const std::function<void(SQLite::Database&)>& body) {
     // A body runs on the leader's thread: a write from inside a body would wait for itself.
     if (t_writing) throw Error(ErrorCode::STORE_FAILURE, "a write inside a write");
-    Pending mine{&body, then, nullptr, nullptr, false};
+    Pending mine{&body, nullptr, false};
     std::unique_lock lock(mutex_);
     queue_.push_back(&mine);
     while (!mine.done) {
@@ -271,36 +269,14 @@ class Database::Writer {
       led_.notify_all();
     }
     if (mine.error) std::rethrow_exception(mine.error);
-    return mine.then_error;
   }
 
  private:
   struct Pending {
     const std::function<void(SQLite::Database&)>* body;
-    const std::function<void(SQLite::Database&)>* then;
     std::exception_ptr error;
-    std::exception_ptr then_error;
     bool done = false;
   };
-
-  // Runs the pending write's `then` under its own savepoint: its failure rolls back its writes
-  // alone and is kept in then_error, unless the transaction cannot go on (rethrown: the whole
-  // write fails).
-  static void run_then(SQLite::Database& db, Pending& pending) {
-    db.exec("SAVEPOINT aios_then");
-    try {
-      (*pending.then)(db);
-      db.exec("RELEASE aios_then");
-      return;
-    } catch (...) {
-      pending.then_error = mapped_current_exception();
-      if (sqlite3_get_autocommit(db.getHandle()) != 0 ||
-          db.tryExec("ROLLBACK TO aios_then") != SQLITE_OK ||
-          db.tryExec("RELEASE aios_then") != SQLITE_OK) {
-        throw;
-      }
-    }
-  }
 
   // A bound on one transaction's size, so a long queue still commits in steps.
   static constexpr std::size_t kMaxBatch = 64;
@@ -337,7 +313,6 @@ class Database::Writer {
       try {
         db.exec("SAVEPOINT aios_write");
         (*pending->body)(db);
-        if (pending->then != nullptr) run_then(db, *pending);
         db.exec("RELEASE aios_write");
         held.push_back(pending);
         continue;
@@ -373,12 +348,27 @@ class Database::Writer {
 thread_local bool Database::Writer::t_writing = false;
 
 void Database::write(const std::function<void(SQLite::Database&)>& body) {
-  writer_->write(body, nullptr);
+  writer_->write(body);
 }
 
-std::exception_ptr Database::write_then(const std::function<void(SQLite::Database&)>& body,
-                                        const std::function<void(SQLite::Database&)>& then) {
-  return writer_->write(body, &then);
+std::exception_ptr store::attempt_in_savepoint(SQLite::Database& db,
+                                               const std::function<void()>& step) {
+  db.exec("SAVEPOINT aios_step");
+  try {
+    step();
+    db.exec("RELEASE aios_step");
+    return nullptr;
+  } catch (...) {
+    auto error = mapped_current_exception();
+    // SQLite ends the whole transaction on some errors (a full disk among them): nothing of it
+    // can commit, so the write fails as a whole.
+    if (sqlite3_get_autocommit(db.getHandle()) != 0 ||
+        db.tryExec("ROLLBACK TO aios_step") != SQLITE_OK ||
+        db.tryExec("RELEASE aios_step") != SQLITE_OK) {
+      std::rethrow_exception(error);
+    }
+    return error;
+  }
 }
 
 void Database::read(const std::function<void(SQLite::Database&)>& body) {

@@ -46,10 +46,6 @@ class Database {
   // writes alone and propagates. SQLite failures become STORE_BUSY (lock timeout), STORE_FULL
   // or STORE_FAILURE. A body must not call write (STORE_FAILURE).
   void write(const std::function<void(SQLite::Database&)>& body);
-  // As write(body), then `then` in the same transaction under a savepoint of its own (store::
-  // Store::write_then).
-  std::exception_ptr write_then(const std::function<void(SQLite::Database&)>& body,
-                                const std::function<void(SQLite::Database&)>& then);
 
   // Runs `body` in a read transaction (a consistent snapshot).
   void read(const std::function<void(SQLite::Database&)>& body);
@@ -118,14 +114,17 @@ std::vector<TaskRow> newest_tasks(SQLite::Database& db, std::size_t limit);
 void visit_queued_tasks_in_fleet_order(SQLite::Database& db,
                                        const std::function<bool(const TaskRow&)>& visit);
 
+// `step` under a savepoint of `db`'s write transaction (store::Transaction::attempt): its
+// error, mapped as write maps it, with its writes rolled back; rethrown when the transaction
+// itself ended.
+std::exception_ptr attempt_in_savepoint(SQLite::Database& db, const std::function<void()>& step);
+
 // The SQLite backend over a Database (which must outlive it), on `clock`.
 class SqliteStore final : public Store {
  public:
   SqliteStore(Database& db, const Clock& clock);
 
   void write(const std::function<void(Transaction&)>& body) override;
-  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
-                                const std::function<void(Transaction&)>& then) override;
   void read(const std::function<void(Transaction&)>& body) override;
   TimePoint now() const override;
   void prepare_rebinds() override;

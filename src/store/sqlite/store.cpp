@@ -46,11 +46,6 @@ void SqliteStore::write(const std::function<void(Transaction&)>& body) {
   db_.write(on_connection(body));
 }
 
-std::exception_ptr SqliteStore::write_then(const std::function<void(Transaction&)>& body,
-                                           const std::function<void(Transaction&)>& then) {
-  return db_.write_then(on_connection(body), on_connection(then));
-}
-
 void SqliteStore::read(const std::function<void(Transaction&)>& body) {
   db_.read(on_connection(body));
 }
@@ -85,10 +80,6 @@ class OwningSqliteStore final : public Store {
       : db_(std::move(options)), store_(db_, clock) {}
 
   void write(const std::function<void(Transaction&)>& body) override { store_.write(body); }
-  std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
-                                const std::function<void(Transaction&)>& then) override {
-    return store_.write_then(body, then);
-  }
   void read(const std::function<void(Transaction&)>& body) override { store_.read(body); }
   TimePoint now() const override { return store_.now(); }
   void prepare_rebinds() override { store_.prepare_rebinds(); }
@@ -110,6 +101,10 @@ std::unique_ptr<Store> open_sqlite_store(SqliteOptions options, const Clock& clo
 void SqliteStore::prepare_rebinds() {
   db_.write(
       [](SQLite::Database& connection) { connection.exec(std::string(kCreateRebindReceipts)); });
+}
+
+std::exception_ptr SqliteTransaction::attempt(const std::function<void(Transaction&)>& step) {
+  return attempt_in_savepoint(db_, [&] { step(*this); });
 }
 
 std::optional<TaskRow> SqliteTransaction::load_task(const std::string& task_id) {

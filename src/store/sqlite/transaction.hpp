@@ -16,6 +16,8 @@ class SqliteTransaction final : public Transaction {
  public:
   explicit SqliteTransaction(SQLite::Database& db) : db_(db) {}
 
+  std::exception_ptr attempt(const std::function<void(Transaction&)>& step) override;
+
   std::optional<TaskRow> load_task(const std::string& task_id) override;
   void insert_task(const TaskRow& row) override;
   bool update_task(const TaskRow& row, std::int64_t expected_revision,
