@@ -321,7 +321,7 @@ def run_ours(args, suite, state, node, peers_home, common, run, pg=None, system=
         "--api-port", "0", "--bridge-port", "0", "--authority-git-dir",
         str(state / "authority.git")], ready="TASK_API_LISTENING")
     perf = profile = None
-    if args.profile and run == 0 and not pg and system == "ours" and shutil.which("perf"):
+    if args.profile == system and run == 0 and not pg and shutil.which("perf"):
         # Call graphs from DWARF (the build keeps no frame pointers), sampled at 499 Hz to keep
         # the recording small.
         perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph",
@@ -354,9 +354,9 @@ def main():
     parser.add_argument("--smoke", action="store_true", help="every system once, tiny sizes")
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--profile", action="store_true",
-                        help="record the scheduler with perf over the first run of ours and "
-                             "report where its CPU goes")
+    parser.add_argument("--profile", nargs="?", const="ours", choices=["ours", "ours-batch"],
+                        help="record the scheduler with perf over the first run of ours (or of "
+                             "ours-batch) and report where its CPU goes")
     parser.add_argument("--systems",
                         default="ours,ours-batch,ours-pg,graphile,graphile-batch,pgboss,bullmq",
                         help="which systems to run, comma-separated (default: all seven; the "
@@ -401,8 +401,10 @@ def main():
                 per_system["ours"].append(measured)
                 profile = profile or run_profile
             if "ours-batch" in systems:
-                per_system["ours-batch"].append(run_ours(
-                    args, suite, state, node, peers_home, common, run, system="ours-batch")[0])
+                measured, run_profile = run_ours(args, suite, state, node, peers_home, common, run,
+                                                 system="ours-batch")
+                per_system["ours-batch"].append(measured)
+                profile = profile or run_profile
             if "ours-pg" in systems:
                 per_system["ours-pg"].append(
                     run_ours(args, suite, state, node, peers_home, common, run, pg)[0])
