@@ -332,8 +332,7 @@ class TaskPlane {
   std::mutex unresolved_mutex_;
   std::set<std::pair<std::string, std::int64_t>> unresolved_logged_;
 
-  // What a new claim is given: the time it is made and its secrets, drawn before the
-  // transaction so a re-run body hands out the same ones.
+  // What a new claim is given: the time it is made and its secrets.
   struct ClaimGrant {
     double now = 0;
     std::string now_iso;
@@ -341,13 +340,28 @@ class TaskPlane {
     std::string lease_token;
     std::string claim_id;
   };
-  std::vector<ClaimGrant> new_grants(std::size_t count);
+  // Up to `max` grants of one time, each drawn the first time a claim needs it (a claim for
+  // up to 64 that finds one task draws two, not 64) and kept, so a re-run body hands out the
+  // same ones.
+  class ClaimGrants {
+   public:
+    ClaimGrants(Random& random, TimePoint now, std::chrono::seconds lease, std::size_t max);
+    std::size_t max() const { return max_; }
+    const ClaimGrant& at(std::size_t i);
+
+   private:
+    Random& random_;
+    ClaimGrant time_;  // now, now_iso and expires, shared by all
+    std::size_t max_;
+    std::vector<ClaimGrant> drawn_;
+  };
+  ClaimGrants new_grants(std::size_t max);
   // claim_next_many's work in the caller's transaction: one claim per grant until none is
   // left to claim.
   std::vector<nlohmann::json> claim_next_in(store::Transaction& tx, const Agent& agent,
                                             const std::string& worker_id,
-                                            fleet::ClaimResolver* resolver,
-                                            const std::vector<ClaimGrant>& grants, bool liveness);
+                                            fleet::ClaimResolver* resolver, ClaimGrants& grants,
+                                            bool liveness);
   std::optional<nlohmann::json> claim_one_in(store::Transaction& tx, const Agent& agent,
                                              const std::string& worker_id,
                                              fleet::ClaimResolver* resolver,

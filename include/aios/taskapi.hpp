@@ -193,7 +193,7 @@ class TaskApi {
   http::Response route(const http::Request& request, std::string& route_name);
   http::Response claim_next(const Agent& agent, const nlohmann::json& body);
   http::Response result(const Agent& agent, const std::string& task_id, nlohmann::json body);
-  http::Response results(const Agent& agent, const nlohmann::json& body);
+  http::Response results(const Agent& agent, nlohmann::json body);
   // Logs a result request's claim refusal (the results stand).
   static void note_claim_error(const std::string& worker_id, const std::exception_ptr& error);
   // GET /v1/dashboard (src/taskapi/dashboard.cpp).

@@ -7,27 +7,41 @@
 
 namespace aios {
 
-std::exception_ptr fleet::refusal_of(const std::function<void()>& check) {
+namespace {
+
+// Rethrows `error` unless it is an aios::Error: an item's refusal.
+void rethrow_unless_refusal(const std::exception_ptr& error) {
   try {
-    check();
-    return nullptr;
+    std::rethrow_exception(error);
   } catch (const Error&) {
-    return std::current_exception();
   }
 }
 
-void fleet::apply_each(store::Transaction& tx, std::vector<std::exception_ptr>& refused,
-                       const std::function<void(store::Transaction&, std::size_t)>& apply) {
-  for (std::size_t i = 0; i < refused.size(); ++i) {
-    if (refused[i]) continue;
-    refused[i] = tx.attempt([&](store::Transaction& step) { apply(step, i); });
-    if (!refused[i]) continue;
+}  // namespace
+
+std::vector<std::exception_ptr> fleet::run_batch(
+    store::Store& store, std::size_t count, const std::function<void(std::size_t)>& check,
+    const std::function<void(store::Transaction&, std::size_t)>& apply,
+    const std::function<void(store::Transaction&)>& then) {
+  std::vector<std::exception_ptr> checked(count);
+  for (std::size_t i = 0; i < count; ++i) {
     try {
-      std::rethrow_exception(refused[i]);
+      check(i);
     } catch (const Error&) {
-      // the item's own refusal, its writes rolled back
+      checked[i] = std::current_exception();
     }
   }
+  std::vector<std::exception_ptr> refused;
+  store.write([&](store::Transaction& tx) {
+    refused = checked;  // a re-run body starts over
+    for (std::size_t i = 0; i < count; ++i) {
+      if (refused[i]) continue;
+      refused[i] = tx.attempt([&](store::Transaction& step) { apply(step, i); });
+      if (refused[i]) rethrow_unless_refusal(refused[i]);
+    }
+    if (then) then(tx);
+  });
+  return refused;
 }
 
 nlohmann::json fleet::refused_item(const std::string& task_id, const std::exception_ptr& error) {
@@ -44,31 +58,26 @@ nlohmann::json fleet::refused_item(const std::string& task_id, const std::except
 nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks,
                                        fleet::ClaimResolver* resolver) {
   const auto now = store_.now();
-  std::vector<std::exception_ptr> refused(tasks.size());
   std::vector<std::optional<fleet::NewTask>> checked(tasks.size());
   std::vector<std::string> ids(tasks.size());
   std::set<std::string> seen;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    if (const auto id = tasks[i].find("task_id");
-        tasks[i].is_object() && id != tasks[i].end() && id->is_string()) {
-      ids[i] = id->get<std::string>();
-    }
-    refused[i] = fleet::refusal_of([&] {
-      checked[i] = fleet::new_task(tasks[i], resolver, now);
-      // The second of two items under one id is not a replay of the first.
-      if (!seen.insert(checked[i]->row.task_id).second) {
-        envelope::fail(ErrorCode::TASK_ALREADY_EXISTS);
-      }
-    });
-  }
   std::vector<std::pair<int, nlohmann::json>> answers(tasks.size());
-  std::vector<std::exception_ptr> outcome;
-  store_.write([&](store::Transaction& tx) {
-    outcome = refused;  // a re-run body starts over
-    fleet::apply_each(tx, outcome, [&](store::Transaction& step, std::size_t i) {
-      answers[i] = fleet::store_new_task(step, *checked[i]);
-    });
-  });
+  const auto outcome = fleet::run_batch(
+      store_, tasks.size(),
+      [&](std::size_t i) {
+        if (const auto id = tasks[i].find("task_id");
+            tasks[i].is_object() && id != tasks[i].end() && id->is_string()) {
+          ids[i] = id->get<std::string>();
+        }
+        checked[i] = fleet::new_task(tasks[i], resolver, now);
+        // The second of two items under one id is not a replay of the first.
+        if (!seen.insert(checked[i]->row.task_id).second) {
+          envelope::fail(ErrorCode::TASK_ALREADY_EXISTS);
+        }
+      },
+      [&](store::Transaction& tx, std::size_t i) {
+        answers[i] = fleet::store_new_task(tx, *checked[i]);
+      });
   nlohmann::json out = nlohmann::json::array();
   std::size_t created = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -89,29 +98,26 @@ TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
                                                        std::size_t max_tasks,
                                                        fleet::ClaimResolver* resolver) {
   const auto now = store_.now();
-  std::vector<std::exception_ptr> refused(results.size());
   std::vector<std::optional<fleet::ResultSubmission>> checked(results.size());
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    refused[i] = fleet::refusal_of([&] {
-      checked[i] = fleet::result_submission_of(results[i].body, options_.max_result_bytes);
-    });
-  }
-  const auto grants = new_grants(worker_id.empty() ? 0 : max_tasks);
+  auto grants = new_grants(worker_id.empty() ? 0 : max_tasks);
   std::vector<fleet::ResultApplied> applied(results.size());
-  std::vector<std::exception_ptr> outcome;
   ResultsThenClaims out;
-  store_.write([&](store::Transaction& tx) {
-    outcome = refused;
-    fleet::apply_each(tx, outcome, [&](store::Transaction& step, std::size_t i) {
-      applied[i] = fleet::apply_result(step, agent, results[i].task_id, *checked[i], *facts_, now);
-    });
-    out.claims.clear();
-    out.claim_error = nullptr;
-    if (worker_id.empty()) return;
-    out.claim_error = tx.attempt([&](store::Transaction& step) {
-      out.claims = claim_next_in(step, agent, worker_id, resolver, grants, /*liveness=*/true);
-    });
-  });
+  const auto outcome = fleet::run_batch(
+      store_, results.size(),
+      [&](std::size_t i) {
+        checked[i] = fleet::result_submission_of(results[i].body, options_.max_result_bytes);
+      },
+      [&](store::Transaction& tx, std::size_t i) {
+        applied[i] = fleet::apply_result(tx, agent, results[i].task_id, *checked[i], *facts_, now);
+      },
+      [&](store::Transaction& tx) {
+        out.claims.clear();
+        out.claim_error = nullptr;
+        if (worker_id.empty()) return;
+        out.claim_error = tx.attempt([&](store::Transaction& step) {
+          out.claims = claim_next_in(step, agent, worker_id, resolver, grants, /*liveness=*/true);
+        });
+      });
   std::vector<std::string> freed;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (outcome[i]) {
@@ -130,20 +136,14 @@ TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
 
 nlohmann::json TaskPlane::verify_many(const std::vector<BatchItem>& verifications) {
   const std::string now_iso = format_iso8601(store_.now());
-  std::vector<std::exception_ptr> refused(verifications.size());
   std::vector<std::optional<fleet::Verification>> checked(verifications.size());
-  for (std::size_t i = 0; i < verifications.size(); ++i) {
-    refused[i] =
-        fleet::refusal_of([&] { checked[i] = fleet::verification_of(verifications[i].body); });
-  }
   std::vector<fleet::VerificationApplied> applied(verifications.size());
-  std::vector<std::exception_ptr> outcome;
-  store_.write([&](store::Transaction& tx) {
-    outcome = refused;
-    fleet::apply_each(tx, outcome, [&](store::Transaction& step, std::size_t i) {
-      applied[i] = fleet::apply_verification(step, verifications[i].task_id, *checked[i], now_iso);
-    });
-  });
+  const auto outcome = fleet::run_batch(
+      store_, verifications.size(),
+      [&](std::size_t i) { checked[i] = fleet::verification_of(verifications[i].body); },
+      [&](store::Transaction& tx, std::size_t i) {
+        applied[i] = fleet::apply_verification(tx, verifications[i].task_id, *checked[i], now_iso);
+      });
   nlohmann::json out = nlohmann::json::array();
   std::size_t requeued = 0;
   for (std::size_t i = 0; i < verifications.size(); ++i) {

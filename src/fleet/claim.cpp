@@ -132,7 +132,8 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
     fail(ErrorCode::EXECUTION_DIGEST_INVALID);
   }
-  const ClaimGrant grant = new_grants(1).front();
+  auto grants = new_grants(1);
+  const ClaimGrant& grant = grants.at(0);
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
     const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
@@ -166,7 +167,7 @@ std::vector<nlohmann::json> TaskPlane::claim_next_many(const Agent& agent,
                                                        fleet::ClaimResolver* resolver,
                                                        bool liveness) {
   if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
-  const auto grants = new_grants(max_tasks);
+  auto grants = new_grants(max_tasks);
   std::vector<nlohmann::json> claims;
   store_.write([&](store::Transaction& tx) {
     claims = claim_next_in(tx, agent, worker_id, resolver, grants, liveness);
@@ -182,12 +183,11 @@ void TaskPlane::claims_committed(const std::vector<nlohmann::json>& claims) {
 std::vector<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, const Agent& agent,
                                                      const std::string& worker_id,
                                                      fleet::ClaimResolver* resolver,
-                                                     const std::vector<ClaimGrant>& grants,
-                                                     bool liveness) {
+                                                     ClaimGrants& grants, bool liveness) {
   // One after another in the transaction: each sees the slots and tasks the ones before took.
   std::vector<nlohmann::json> claims;
-  for (const auto& grant : grants) {
-    auto claim = claim_one_in(tx, agent, worker_id, resolver, grant, liveness);
+  for (std::size_t i = 0; i < grants.max(); ++i) {
+    auto claim = claim_one_in(tx, agent, worker_id, resolver, grants.at(i), liveness);
     if (!claim) break;
     claims.push_back(std::move(*claim));
   }
@@ -295,18 +295,30 @@ void TaskPlane::queue_changed(QueueChange change) const {
   if (queue_changed_) queue_changed_(change);
 }
 
-std::vector<TaskPlane::ClaimGrant> TaskPlane::new_grants(std::size_t count) {
-  const auto now = store_.now();
-  std::vector<ClaimGrant> grants;
-  grants.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    grants.push_back({.now = to_epoch_seconds(now),
-                      .now_iso = format_iso8601(now),
-                      .expires = now + options_.lease,
-                      .lease_token = environment_.random.hex(32),
-                      .claim_id = "claim-" + environment_.random.hex(16)});
+TaskPlane::ClaimGrants::ClaimGrants(Random& random, TimePoint now, std::chrono::seconds lease,
+                                    std::size_t max)
+    : random_(random),
+      time_{.now = to_epoch_seconds(now),
+            .now_iso = format_iso8601(now),
+            .expires = now + lease,
+            .lease_token = {},
+            .claim_id = {}},
+      max_(max) {
+  drawn_.reserve(max);  // at() hands out references that must outlive later draws
+}
+
+const TaskPlane::ClaimGrant& TaskPlane::ClaimGrants::at(std::size_t i) {
+  while (drawn_.size() <= i) {
+    auto grant = time_;
+    grant.lease_token = random_.hex(32);
+    grant.claim_id = "claim-" + random_.hex(16);
+    drawn_.push_back(std::move(grant));
   }
-  return grants;
+  return drawn_[i];
+}
+
+TaskPlane::ClaimGrants TaskPlane::new_grants(std::size_t max) {
+  return ClaimGrants(environment_.random, store_.now(), options_.lease, max);
 }
 
 nlohmann::json TaskPlane::commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,

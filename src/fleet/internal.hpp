@@ -194,13 +194,14 @@ VerificationApplied apply_verification(store::Transaction& tx, const std::string
                                        const Verification& verification,
                                        const std::string& now_iso);
 
-// `check()`'s aios::Error as an item's refusal (nullptr: it passed); anything else propagates.
-std::exception_ptr refusal_of(const std::function<void()>& check);
-// Runs apply(tx, i) for every item not refused yet, each under a savepoint of its own: an
-// aios::Error becomes the item's refusal with its writes rolled back, anything else fails the
-// whole write.
-void apply_each(store::Transaction& tx, std::vector<std::exception_ptr>& refused,
-                const std::function<void(store::Transaction&, std::size_t)>& apply);
+// A batch's two passes: check(i) for each of `count` items (an aios::Error refuses the item),
+// then one write in which apply(tx, i) runs for every item not refused, each under a savepoint
+// of its own (an aios::Error refuses the item with its writes rolled back; anything else fails
+// the whole write), and then `then(tx)` when given. Each item's refusal (nullptr: applied).
+std::vector<std::exception_ptr> run_batch(
+    store::Store& store, std::size_t count, const std::function<void(std::size_t)>& check,
+    const std::function<void(store::Transaction&, std::size_t)>& apply,
+    const std::function<void(store::Transaction&)>& then = {});
 // A refused item's answer: {"task_id", "error": "<CODE>"}, as error_response words the code
 // (task_id null when the item named none).
 nlohmann::json refused_item(const std::string& task_id, const std::exception_ptr& error);

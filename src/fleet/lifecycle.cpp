@@ -236,7 +236,7 @@ TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(
   if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
   const auto submission = fleet::result_submission_of(body, options_.max_result_bytes);
   const auto now = store_.now();
-  const auto grants = new_grants(max_tasks);
+  auto grants = new_grants(max_tasks);
   ResultThenClaim out;
   fleet::ResultApplied applied;
   out.claim_error = store_.write_then(

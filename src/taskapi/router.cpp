@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -154,15 +155,10 @@ void put_claims(nlohmann::json& out, std::vector<nlohmann::json> claims,
   }
 }
 
-// The items under a batch body's one field `field`: 1..kMaxBatchItems of them (BATCH_INVALID).
-// `extra` names the one other field the body may carry (may be null).
-const nlohmann::json& batch_items(const nlohmann::json& body, const char* field,
-                                  const char* extra) {
-  if (extra != nullptr) {
-    envelope::require_known_keys(body, {field, extra}, ErrorCode::REQUEST_FIELDS_INVALID);
-  } else {
-    envelope::require_known_keys(body, {field}, ErrorCode::REQUEST_FIELDS_INVALID);
-  }
+// The items under a batch body's one field `field`: 1..kMaxBatchItems of them (BATCH_INVALID),
+// for the caller to move out of.
+nlohmann::json& batch_items(nlohmann::json& body, const char* field) {
+  envelope::require_known_keys(body, {field}, ErrorCode::REQUEST_FIELDS_INVALID);
   const auto found = body.find(field);
   if (found == body.end() || !found->is_array() || found->empty() ||
       found->size() > TaskApi::kMaxBatchItems) {
@@ -173,12 +169,12 @@ const nlohmann::json& batch_items(const nlohmann::json& body, const char* field,
 
 // Each item of a per-task batch as {task_id, the single call's body}: the item without its
 // task_id (an item that is not an object, or names no task id, is refused on its own).
-std::vector<TaskPlane::BatchItem> task_items(const nlohmann::json& items) {
+std::vector<TaskPlane::BatchItem> task_items(nlohmann::json& items) {
   std::vector<TaskPlane::BatchItem> out;
   out.reserve(items.size());
-  for (const auto& item : items) {
-    TaskPlane::BatchItem entry{.task_id = {}, .body = item};
-    if (item.is_object()) {
+  for (auto& item : items) {
+    TaskPlane::BatchItem entry{.task_id = {}, .body = std::move(item)};
+    if (entry.body.is_object()) {
       if (const auto id = entry.body.find("task_id"); id != entry.body.end()) {
         if (id->is_string()) entry.task_id = id->get<std::string>();
         entry.body.erase(id);
@@ -230,11 +226,10 @@ void TaskApi::note_claim_error(const std::string& worker_id, const std::exceptio
   }
 }
 
-http::Response TaskApi::results(const Agent& agent, const nlohmann::json& body) {
-  auto request = body;
-  const auto next = take_claim_next(request);
-  auto out = plane_.submit_results(agent, task_items(batch_items(request, "results", nullptr)),
-                                   next.worker_id, next.max_tasks.value_or(1), resolver_);
+http::Response TaskApi::results(const Agent& agent, nlohmann::json body) {
+  const auto next = take_claim_next(body);
+  auto out = plane_.submit_results(agent, task_items(batch_items(body, "results")), next.worker_id,
+                                   next.max_tasks.value_or(1), resolver_);
   metrics_.count_result(out.stored);
   note_claim_error(next.worker_id, out.claim_error);
   metrics_.count_claim(out.claims.size());
@@ -401,10 +396,12 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 3 && parts[2] == "batch" && method == "POST") {
     route_name = "tasks_batch";
     need_owner();
-    const auto body = http::json_object_body(request);
-    const auto& items = batch_items(body, "tasks", nullptr);
+    auto body = http::json_object_body(request);
+    auto& items = batch_items(body, "tasks");
     return ok(
-        plane_.create_tasks(std::vector<nlohmann::json>(items.begin(), items.end()), resolver_));
+        plane_.create_tasks(std::vector<nlohmann::json>(std::make_move_iterator(items.begin()),
+                                                        std::make_move_iterator(items.end())),
+                            resolver_));
   }
   if (n == 3 && parts[2] == "results" && method == "POST") {
     route_name = "tasks_results";
@@ -413,8 +410,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 3 && parts[2] == "verifications" && method == "POST") {
     route_name = "tasks_verifications";
     need_owner();
-    const auto body = http::json_object_body(request);
-    return ok(plane_.verify_many(task_items(batch_items(body, "verifications", nullptr))));
+    auto body = http::json_object_body(request);
+    return ok(plane_.verify_many(task_items(batch_items(body, "verifications"))));
   }
   if (n == 3 && parts[2] == "poll" && method == "POST") {
     route_name = "tasks_poll";
