@@ -33,9 +33,9 @@
 #include "aios/canonical.hpp"
 #include "aios/environment.hpp"
 #include "aios/executor.hpp"
+#include "aios/files.hpp"
 #include "aios/process.hpp"
 #include "aios/sys.hpp"
-#include "executor/watch.hpp"
 
 extern "C" {
 extern char** environ;
@@ -222,7 +222,7 @@ class ExecutorRig {
   std::unique_ptr<aios::executor::Server> server_;
   std::thread thread_;
   pid_t seed_pid_ = -1;
-  aios::executor::DirectoryWatch watch_;
+  aios::files::DirectoryWatch watch_;
 };
 
 }  // namespace

@@ -69,10 +69,12 @@ int main(int argc, char** argv) {
       ->envname("AIOS_SCHEDULER_LEADER_CHECK_MS")
       ->check(CLI::Range(50, 60000));
   app.add_option("--claim-recheck-ms", claim_recheck_ms,
-                 "How often a waiting claim-next rechecks what no notification covers (a "
-                 "cooldown running out, a wake-up another replica lost)")
+                 "0 (default): a waiting claim-next wakes only when a task may have become "
+                 "claimable for it (a transition here or announced by another process, its "
+                 "worker's cooldown or task quarantine ending); above 0: it also retries this "
+                 "often, a safety net for a writer that announces nothing")
       ->envname("AIOS_CLAIM_RECHECK_MS")
-      ->check(CLI::Range(10, 600000));
+      ->check(CLI::Range(0, 600000));
   app.add_option("--threads", options.threads, "HTTP worker threads")
       ->envname("AIOS_AGENT_TASK_API_THREADS")
       ->check(CLI::Range(1, 64));

@@ -2,12 +2,21 @@
 // The file discipline of every module that touches agent-written or private files (the executor,
 // the broker, the worker's governed writes): reads that never follow a symlink and are bounded,
 // writes that are atomic (temporary file, fsync, rename, fsync of the directory) with mode 0640,
-// and private temporary directories removed on every path.
+// and private temporary directories removed on every path; and inotify on a few directories, so
+// that a process reacts to a file the moment it is renamed into place or touched instead of
+// sleep-polling for it.
 
+#include <sys/inotify.h>
+
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "aios/process.hpp"
 
 namespace aios::files {
 
@@ -71,6 +80,30 @@ class PrivateDirectory {
 
  private:
   std::filesystem::path path_;
+};
+
+class DirectoryWatch {
+ public:
+  struct Event {
+    int watch = -1;  // what add() returned for the directory
+    std::uint32_t mask = 0;
+    std::string name;  // empty for IN_Q_OVERFLOW
+  };
+
+  // Throws std::system_error when inotify is unavailable.
+  DirectoryWatch();
+
+  // Watches `directory` for `mask` (IN_MOVED_TO, IN_CLOSE_WRITE, ...); returns the watch id.
+  int add(const std::filesystem::path& directory, std::uint32_t mask);
+
+  // Waits up to `timeout` for events, or for `wake_fd` (an eventfd; -1: none) to become
+  // readable. Returns the events read (empty on timeout or wake); sets `woken`.
+  std::vector<Event> wait(std::chrono::milliseconds timeout, int wake_fd, bool& woken);
+
+ private:
+  std::vector<Event> read_events();
+
+  process::Fd fd_;
 };
 
 }  // namespace aios::files

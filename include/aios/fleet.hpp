@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -244,6 +245,9 @@ class TaskPlane {
   // Called after every such transition; set once before serving. The long poll (ClaimWaiters)
   // wakes as many waiters as it says.
   void on_queue_change(std::function<void(const QueueChange&)> listener);
+  // How long until each worker's claims may widen by the clock alone (its circuit cooldown or a
+  // task quarantine of its ends): the long polls sleep until then instead of retrying.
+  std::map<std::string, std::chrono::milliseconds> claim_windows();
   nlohmann::json heartbeat(const Agent& agent, const std::string& task_id,
                            const nlohmann::json& body);
   std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,

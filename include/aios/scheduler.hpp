@@ -28,9 +28,10 @@ struct SchedulerOptions {
   // How often a replica checks that it holds the lead of governed commits, or tries to take it
   // (store::Leadership): a dead leader's lead moves on within about this long.
   std::chrono::milliseconds leader_check{1000};
-  // How often a waiting claim-next rechecks what no notification covers (a quarantine or a
-  // circuit cooldown running out, an announcement another replica lost).
-  std::chrono::milliseconds claim_recheck{1000};
+  // Above zero: every waiting claim-next also retries this often, a safety net for a writer
+  // that announces nothing (every transition of the suite announces itself, and the clock's
+  // own openings, a cooldown or quarantine ending, wake their workers' waiters).
+  std::chrono::milliseconds claim_recheck{0};
   unsigned threads = 4;  // HTTP io threads per listener; the store keeps one connection more
   // Set: both listeners speak TLS with these credentials (and may take network addresses; with
   // a client CA, every agent request needs its bound certificate). The main reloads them.

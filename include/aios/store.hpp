@@ -25,7 +25,7 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 // A task in one of these has ended: no claim, result or verification changes it again.
 inline bool is_terminal_status(std::string_view status) {
@@ -147,6 +147,13 @@ struct TaskQuarantine {
   std::string worker_id;
   std::string failure_class;
   std::int64_t failures = 0;
+};
+
+// When a worker's claims may widen by the clock alone: its circuit's cooldown or one of its task
+// quarantines ends at `at` (the soonest of them).
+struct ClaimWindow {
+  std::string worker_id;
+  double at = 0;
 };
 
 // An idempotent result: what a replay of the same key answers.
@@ -398,6 +405,8 @@ class Transaction {
   virtual void quarantine_task(const std::string& task_id, const std::string& worker_id,
                                const std::string& failure_class, double until) = 0;
   virtual std::vector<TaskQuarantine> live_task_quarantines(double now) = 0;
+  // Each worker whose circuit cooldown or task quarantine ends after `now`, with the soonest end.
+  virtual std::vector<ClaimWindow> claim_windows(double now) = 0;
   virtual std::optional<ResultRecord> load_result(const std::string& task_id,
                                                   const std::string& idempotency_key) = 0;
   virtual void insert_result(const ResultRecord& result) = 0;

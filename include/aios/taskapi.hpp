@@ -50,7 +50,9 @@ class TaskApiMetrics {
   bool leader() const { return leader_; }
 
   // The exposition text, with `task_counts` as the aios_tasks gauge.
-  std::string render(const std::vector<std::pair<std::string, std::int64_t>>& task_counts);
+  // `claims_waiting`: the claim-next calls waiting now (ClaimWaiters::waiting).
+  std::string render(const std::vector<std::pair<std::string, std::int64_t>>& task_counts,
+                     std::size_t claims_waiting);
   // The same counters as JSON for the dashboard, with "history": what each of the last
   // kHistory slots of kSlotSeconds added to them ({at: the slot's start in epoch seconds,
   // claims, results, requests, latency_seconds_sum}; requests answered at once), oldest first,
@@ -83,16 +85,19 @@ class TaskApiMetrics {
 };
 
 // The long polls of POST /v1/tasks/claim-next: each waits, holding no io thread, until the
-// plane reports a transition that can make a task claimable (TaskPlane::on_queue_change) or the
-// periodic recheck runs (which catches what the plane cannot see: a rebind from another
-// process, a quarantine or circuit cooldown running out), and then claims; at its deadline it
-// is answered with no claim. One thread claims for every waiter, oldest first. Thread-safe.
+// plane reports a transition that can make a task claimable (TaskPlane::on_queue_change, or
+// notify() for another process's announcement) or its worker's claim window comes (a circuit
+// cooldown or task quarantine ending, TaskPlane::claim_windows), and then claims; at its
+// deadline it is answered with no claim. One thread claims for every waiter, oldest first.
+// Thread-safe.
 class ClaimWaiters {
  public:
   // The claims (empty: none by the deadline) or the error that ended the wait.
   using Answer = std::function<void(std::vector<nlohmann::json> claims, const Error* error)>;
 
-  // `woken_for_nothing` is called for each try a wake-up made that claimed nothing.
+  // `woken_for_nothing` is called for each try a wake-up made that claimed nothing. `recheck`
+  // above zero: every waiter also tries that often, a safety net for writers that announce
+  // nothing (none of the suite's own).
   ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver, std::chrono::milliseconds recheck,
                std::function<void()> woken_for_nothing = {});
   ~ClaimWaiters();  // stop()
@@ -110,8 +115,7 @@ class ClaimWaiters {
   // Something may have become claimable for `claims` claims: waiters try again now, in the
   // order they came, until that many claimed; one that claims nothing (not eligible, full)
   // passes the wake-up on to the next at once, and the rest sleep on. TaskPlane::kAnyClaim:
-  // every waiter tries. Each recheck period every waiter tries too (what no signal announces:
-  // a cooldown or quarantine ending, another process's writes).
+  // every waiter tries.
   void notify(std::size_t claims = TaskPlane::kAnyClaim);
   // What `worker_id` may claim changed: its waiters try again now.
   void notify_worker(const std::string& worker_id);
@@ -136,6 +140,11 @@ class ClaimWaiters {
   // failed, went away or reached its deadline.
   Settled settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now,
                  std::size_t& claimed);
+  // Reads the claim windows (TaskPlane::claim_windows) into windows_.
+  void refresh_windows();
+  // The soonest of the waiters' deadlines, their workers' claim windows and the recheck.
+  std::chrono::steady_clock::time_point next_wake(
+      std::chrono::steady_clock::time_point next_recheck) const;
 
   TaskPlane& plane_;
   fleet::ClaimResolver* resolver_;
@@ -149,6 +158,8 @@ class ClaimWaiters {
   std::size_t owed_ = 0;           // wake-ups owed since the thread last took them
   bool everyone_ = false;          // a kAnyClaim signal since then
   std::set<std::string> workers_;  // workers signalled since then
+  // When each worker with a claim window may claim more by the clock alone; the thread's own.
+  std::map<std::string, std::chrono::steady_clock::time_point> windows_;
   bool arrived_ = false;
   bool stopping_ = false;
   std::thread thread_;
@@ -173,7 +184,7 @@ class TaskApi {
   // recheck.
   TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metrics,
           fleet::ClaimResolver* resolver = nullptr,
-          std::chrono::milliseconds claim_recheck = std::chrono::milliseconds(1000));
+          std::chrono::milliseconds claim_recheck = std::chrono::milliseconds(0));
   ~TaskApi();
   TaskApi(const TaskApi&) = delete;
   TaskApi& operator=(const TaskApi&) = delete;

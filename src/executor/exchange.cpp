@@ -6,7 +6,6 @@
 #include "aios/executor.hpp"
 #include "aios/files.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/watch.hpp"
 
 namespace aios::executor {
 namespace {
@@ -61,10 +60,10 @@ json exchange_request(const fs::path& root, const std::string& request_id, const
   const std::string file = request_id + ".json";
   const std::string request_sha = digest(request);
   // Watch before looking, so an answer written between the look and the wait is not missed.
-  DirectoryWatch watch = [&] {
+  files::DirectoryWatch watch = [&] {
     try {
       for (const auto& directory : {requests, results, failed}) fs::create_directories(directory);
-      DirectoryWatch answers;
+      files::DirectoryWatch answers;
       answers.add(results, IN_MOVED_TO | IN_CLOSE_WRITE);
       answers.add(failed, IN_MOVED_TO | IN_CLOSE_WRITE);
       return answers;

@@ -16,7 +16,6 @@
 #include "aios/log.hpp"
 #include "aios/sys.hpp"
 #include "executor/exchange_core.hpp"
-#include "executor/watch.hpp"
 
 namespace aios::executor {
 namespace {
@@ -50,7 +49,7 @@ struct Server::State {
   fs::path results;
   fs::path failed;
   fs::path started;
-  DirectoryWatch watch;
+  files::DirectoryWatch watch;
   process::Fd wake{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
 
   std::mutex mutex;

@@ -15,7 +15,6 @@ target_sources(aios_core PRIVATE
   executor/rules.cpp
   executor/sandbox.cpp
   executor/serve.cpp
-  executor/watch.cpp
   process/confine.cpp
   process/relay.cpp
   process/remote.cpp

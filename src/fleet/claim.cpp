@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "aios/canonical.hpp"
@@ -288,6 +289,18 @@ void TaskPlane::note_unresolved(const store::TaskRow& row, const std::string& wo
 
 void TaskPlane::on_queue_change(std::function<void(const QueueChange&)> listener) {
   queue_changed_ = std::move(listener);
+}
+
+std::map<std::string, std::chrono::milliseconds> TaskPlane::claim_windows() {
+  const double now = to_epoch_seconds(store_.now());
+  std::vector<store::ClaimWindow> windows;
+  store_.read([&](store::Transaction& tx) { windows = tx.claim_windows(now); });
+  std::map<std::string, std::chrono::milliseconds> delays;
+  for (const auto& window : windows) {
+    delays.emplace(window.worker_id, std::chrono::milliseconds(static_cast<std::int64_t>(
+                                         std::ceil((window.at - now) * 1000.0))));
+  }
+  return delays;
 }
 
 void TaskPlane::queue_changed(QueueChange change) const {

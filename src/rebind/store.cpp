@@ -147,8 +147,11 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
               {"authorization_id", request.authorization_id},
               {"idempotent", false}};
   });
-  if (!recorded) faults_.point("rebind_committed");
-  return recorded ? *recorded : result;
+  if (recorded) return *recorded;
+  // The task is QUEUED again: the scheduler's long polls hear it (it is another process).
+  store_.announce_queue_change();
+  faults_.point("rebind_committed");
+  return result;
 }
 
 }  // namespace aios

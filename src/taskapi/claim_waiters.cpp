@@ -110,42 +110,85 @@ ClaimWaiters::Settled ClaimWaiters::settle(Waiter& waiter, bool try_claim,
   return Settled::kAnswered;
 }
 
+std::chrono::steady_clock::time_point ClaimWaiters::next_wake(
+    std::chrono::steady_clock::time_point next_recheck) const {
+  auto until = next_recheck;
+  for (const auto& waiter : waiters_) {
+    until = std::min(until, waiter.deadline);
+    if (const auto window = windows_.find(waiter.worker_id); window != windows_.end()) {
+      until = std::min(until, window->second);
+    }
+  }
+  return until;
+}
+
+void ClaimWaiters::refresh_windows() {
+  // The store may lag the steady clock by a little: a window it still sees shut is asked again
+  // after this much, not in a spin.
+  constexpr std::chrono::milliseconds kLeast{10};
+  windows_.clear();
+  try {
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [worker_id, delay] : plane_.claim_windows()) {
+      windows_.emplace(worker_id, now + std::max(delay, kLeast));
+    }
+  } catch (const Error&) {
+    // The store failed: the waiters' own claims meet the same failure and answer with it.
+  }
+}
+
 void ClaimWaiters::run() {
-  auto next_recheck = std::chrono::steady_clock::now() + recheck_;
+  using SteadyClock = std::chrono::steady_clock;
+  // Without a recheck the thread still wakes this often, for nothing but its deadlines' sake.
+  constexpr auto kIdle = std::chrono::hours(1);
+  const bool rechecks = recheck_.count() > 0;
+  auto next_recheck = SteadyClock::now() + (rechecks ? recheck_ : kIdle);
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    auto until = next_recheck;
-    for (const auto& waiter : waiters_) until = std::min(until, waiter.deadline);
     // A new waiter tried its claim on arrival: it only moves the next wake to its deadline.
-    wake_.wait_until(lock, until, [&] {
+    wake_.wait_until(lock, next_wake(next_recheck), [&] {
       return stopping_ || owed_ > 0 || everyone_ || arrived_ || !workers_.empty();
     });
+    const bool arrived = arrived_;
     arrived_ = false;
     if (stopping_) break;
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = SteadyClock::now();
     const bool recheck = now >= next_recheck;
-    const bool everyone = everyone_ || recheck;
-    if (recheck) next_recheck = now + recheck_;
+    const bool everyone = everyone_ || (recheck && rechecks);
+    if (recheck) next_recheck = now + (rechecks ? recheck_ : kIdle);
     std::size_t owed = owed_;
     owed_ = 0;
     everyone_ = false;
     std::set<std::string> signalled;
     signalled.swap(workers_);
+    for (auto window = windows_.begin(); window != windows_.end();) {
+      if (window->second > now) {
+        ++window;
+        continue;
+      }
+      signalled.insert(window->first);
+      window = windows_.erase(window);
+    }
     std::vector<Waiter> batch;
     batch.swap(waiters_);
     in_hand_ = batch.size();
     lock.unlock();
     std::vector<Waiter> kept;
+    bool tried = false;
     for (auto& waiter : batch) {
       // The wake-ups owed go down the line: a waiter that claims nothing passes its turn on.
       const bool try_claim =
           everyone || owed > 0 || waiter.missed || signalled.contains(waiter.worker_id);
+      tried = tried || try_claim;
       waiter.missed = false;
       std::size_t claimed = 0;
       const auto settled = settle(waiter, try_claim, now, claimed);
       owed -= std::min(owed, claimed);
       if (settled == Settled::kWaiting) kept.push_back(std::move(waiter));
     }
+    // What the clock alone will open next, once something changed or someone new waits: the
+    // waiters left sleep until then instead of retrying on a period.
+    if ((tried || arrived) && !kept.empty()) refresh_windows();
     lock.lock();
     in_hand_ = 0;
     // Those that arrived meanwhile go after the ones still waiting, which keep their turn.

@@ -3,6 +3,7 @@
 // real rebind daemon resolves through that Bridge. A rebound task is then claimable by a
 // governed writer under the new digest, as the worker's normal claim path will take it.
 
+#include <future>
 #include <latch>
 #include <map>
 #include <mutex>
@@ -158,6 +159,33 @@ TEST_F(RebindThroughBridge, ReboundTaskIsClaimedUnderTheNewDigest) {
   const Json lease = claim(*agent_, "task-rebind-2", "worker-writer");
   EXPECT_EQ(lease.at("execution_digest"), plan_digest);
   EXPECT_EQ(lease.at("attempt"), before.at("attempt").get<int>() + 1);
+}
+
+TEST_F(RebindThroughBridge, AWaitingClaimIsWokenByTheRebindOfAnotherProcess) {
+  // Given a governed writer's claim-next waiting 20 s for the one task it could run, which
+  // waits for its rebind, the rebind service's commit (another process, announced through the
+  // store) should wake it: the task is claimed under the new digest, where without the
+  // announcement the wait would end with no claim (nothing rechecks).
+  const Json before = returned_task("task-rebind-6");
+  const std::string plan_digest = register_plan("task-rebind-6");
+  register_worker(*agent_, "worker-writer", kWriteScope, {"deterministic"}, 1);
+  auto waited = std::async(std::launch::async, [&] {
+    return client(agent_->token())
+        .post("/v1/tasks/claim-next", {{"worker_id", "worker-writer"}, {"wait_ms", 20000}});
+  });
+  for (int polls = 0; metrics_text().find("\naios_claims_waiting 1\n") == std::string::npos;
+       ++polls) {
+    ASSERT_LT(polls, 1000) << "the claim-next never waited";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  ASSERT_EQ(rebind("task-rebind-6", owner_request(before, plan_digest)).status, 201);
+
+  const Reply claimed = waited.get();
+  ASSERT_EQ(claimed.status, 200) << describe(claimed);
+  ASSERT_TRUE(claimed.body.at("claim").is_object()) << describe(claimed);
+  EXPECT_EQ(claimed.body.at("claim").at("task_id"), "task-rebind-6");
+  EXPECT_EQ(claimed.body.at("claim").at("execution_digest"), plan_digest);
 }
 
 TEST_F(RebindThroughBridge, WithoutAPlanTheBridgeRefusalIsPassedOn) {

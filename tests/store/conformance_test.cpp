@@ -684,6 +684,44 @@ TEST_P(StoreConformance, AWorkersLastSlotIsTakenOnce) {
       << "an ended claim frees its slot";
 }
 
+TEST_P(StoreConformance, ClaimWindowsAreTheSoonestEndOfEachWorkersCooldownOrQuarantine) {
+  // Given one worker whose circuit is open until 160 and who is quarantined from two tasks
+  // until 130 and 170, one quarantined from a task until 100 (already past at 110), and one
+  // with a circuit that opened and whose cooldown ended, we should report the first worker at
+  // 130 alone.
+  store_->write([&](store::Transaction& tx) {
+    for (const std::string worker : {"worker-a", "worker-b", "worker-c"}) {
+      tx.register_worker({.worker_id = worker,
+                          .agent_id = "agent",
+                          .capabilities_json = "[]",
+                          .allowed_adapters_json = "[]",
+                          .labels_json = "{}",
+                          .tenants_json = "[]",
+                          .registered_at = "2026-12-02T00:00:00Z",
+                          .seen_at = 90,
+                          .max_slots = 1,
+                          .failure_domain = ""});
+    }
+    tx.note_worker_failure("worker-a", 100, 1, 160);
+    tx.quarantine_task("task-1", "worker-a", "agent_failed", 170);
+    tx.quarantine_task("task-2", "worker-a", "agent_failed", 130);
+    tx.quarantine_task("task-1", "worker-b", "agent_failed", 100);
+    tx.note_worker_failure("worker-c", 50, 1, 105);
+  });
+  std::vector<store::ClaimWindow> windows;
+  store_->read([&](store::Transaction& tx) { windows = tx.claim_windows(110); });
+  ASSERT_EQ(windows.size(), 1U);
+  EXPECT_EQ(windows[0].worker_id, "worker-a");
+  EXPECT_DOUBLE_EQ(windows[0].at, 130);
+
+  // Past 130 the cooldown is the soonest; past everything, nothing is left to wait for.
+  store_->read([&](store::Transaction& tx) { windows = tx.claim_windows(140); });
+  ASSERT_EQ(windows.size(), 1U);
+  EXPECT_DOUBLE_EQ(windows[0].at, 160);
+  store_->read([&](store::Transaction& tx) { windows = tx.claim_windows(170); });
+  EXPECT_TRUE(windows.empty());
+}
+
 TEST_P(StoreConformance, ABranchHoldsOneOpenWriterLease) {
   // Given eight writer leases racing for one branch, we should open exactly one and refuse the
   // rest with WRITER_LEASE_BRANCH_BUSY; once it ends, the branch takes a new one.

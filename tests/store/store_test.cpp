@@ -4,9 +4,12 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fleet/fleet_fixture.hpp"
@@ -350,6 +353,45 @@ TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
 
   EXPECT_EQ(listed, (std::vector<std::string>{"task-rebind-a", "after-migration"}));
   EXPECT_EQ(queued, (std::vector<std::string>{"task-rebind-a", "after-migration"}));
+}
+
+TEST_F(StoreTest, AnotherProcessesAnnouncementWakesTheListenerAndItsOwnDoesNot) {
+  // Given two stores on one file (the scheduler and the rebind service), the first listening,
+  // we should hear once at start, once for each announcement of the second, and nothing for
+  // the listener's own (its process wakes its waiters itself); with nobody listening, an
+  // announcement leaves nothing behind.
+  const SystemClock clock;
+  const auto scheduler = store::open_sqlite_store({.path = path()}, clock);
+  const auto rebind = store::open_sqlite_store({.path = path(), .migrate = false}, clock);
+  const auto announcement = path().string() + "-queue";
+  rebind->announce_queue_change();
+  EXPECT_FALSE(std::filesystem::exists(announcement));
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  int heard = 0;
+  const auto heard_at_least = [&](int count) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(10), [&] { return heard >= count; });
+  };
+  auto listening = scheduler->listen_queue_changes([&] {
+    const std::lock_guard lock(mutex);
+    ++heard;
+    changed.notify_all();
+  });
+  ASSERT_NE(listening, nullptr);
+  ASSERT_TRUE(heard_at_least(1)) << "a listener hears once at start";
+
+  rebind->announce_queue_change();
+  ASSERT_TRUE(heard_at_least(2));
+  scheduler->announce_queue_change();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    const std::lock_guard lock(mutex);
+    EXPECT_EQ(heard, 2) << "the listener's own announcement wakes nobody";
+  }
+  rebind->announce_queue_change();
+  EXPECT_TRUE(heard_at_least(3));
 }
 
 }  // namespace

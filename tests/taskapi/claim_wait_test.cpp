@@ -1,6 +1,6 @@
 // POST /v1/tasks/claim-next in process: the answer at once, the long poll woken by the plane's
-// queue signal (the recheck set to an hour, so only the signal can wake it), its deadline, the
-// stop that answers every waiter, and the refusals of a malformed body.
+// queue signal or by its worker's claim window (no periodic recheck, so nothing else can wake
+// it), its deadline, the stop that answers every waiter, and the refusals of a malformed body.
 #include <chrono>
 #include <future>
 #include <memory>
@@ -70,8 +70,25 @@ class ClaimWaitTest : public PlaneTest {
     return Json::parse(answer.get().body);
   }
 
+  // The task id worker-wait claims with a claim-next waiting 20 s that finds nothing at first,
+  // while the store's clock moves on with real time ("none" when it is answered without one).
+  std::string claimed_once_the_window_ends() {
+    auto answer = answer_of(
+        api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+    EXPECT_EQ(answer.wait_for(0ms), std::future_status::timeout) << "claimed before the window";
+    const std::jthread ticker([this](const std::stop_token& stop) {
+      while (!stop.stop_requested()) {
+        std::this_thread::sleep_for(10ms);
+        clock_.advance(10ms);
+      }
+    });
+    if (answer.wait_for(10s) != std::future_status::ready) return "not answered";
+    const Json claim = body_of(answer)["claim"];
+    return claim.is_null() ? "none" : claim["task_id"].get<std::string>();
+  }
+
   TaskApiMetrics metrics_;
-  TaskApi api_{plane_, kOwnerToken, metrics_, nullptr, std::chrono::hours(1)};
+  TaskApi api_{plane_, kOwnerToken, metrics_};
   std::string agent_token_;
 };
 
@@ -90,7 +107,7 @@ TEST_F(ClaimWaitTest, AQueuedTaskIsClaimedAtOnce) {
 
 TEST_F(ClaimWaitTest, AWaitingClaimIsWokenByTheTaskThatBecomesClaimable) {
   // Given an empty queue and a claim waiting 20 s, we should claim a task created meanwhile:
-  // the recheck is an hour away, so only the queue signal can have woken it.
+  // nothing rechecks, so only the queue signal can have woken it.
   auto answer = answer_of(
       api_.handle(claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
   ASSERT_EQ(answer.wait_for(0ms), std::future_status::timeout);
@@ -119,9 +136,9 @@ TEST_F(ClaimWaitTest, AWaiterWhoseCallerWentAwayClaimsNothing) {
 
 TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
   // Given a task that became claimable after the caller's own attempt but before its waiter
-  // was in (the signal already taken), we should claim it at once, not at the next signal: the
-  // recheck is an hour away and the wait 20 s.
-  ClaimWaiters waiters(plane_, nullptr, std::chrono::hours(1));
+  // was in (the signal already taken), we should claim it at once, not at the next signal:
+  // nothing rechecks and the wait is 20 s.
+  ClaimWaiters waiters(plane_, nullptr, std::chrono::milliseconds(0));
   const auto agent = plane_.authenticate_agent(agent_token_);
   ASSERT_TRUE(agent.has_value());
   const auto seen = waiters.version();
@@ -141,7 +158,7 @@ TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
 
 // The tries of waiting claims that claimed nothing, as /metrics reports them.
 std::string empty_wakeups(TaskApiMetrics& metrics) {
-  const std::string text = metrics.render({});
+  const std::string text = metrics.render({}, 0);
   const std::string name = "\naios_claim_wakeups_empty_total ";
   const auto at = text.find(name);
   if (at == std::string::npos) return "absent";
@@ -184,8 +201,8 @@ TEST_F(ClaimWaitTest, ATaskWakesOneWaiterAndTheRestSleepOn) {
 
 TEST_F(ClaimWaitTest, AWaiterThatCannotClaimPassesTheWakeUpOn) {
   // Given a waiting worker that does not run the task's adapter first in line and an eligible
-  // one behind it, a task should be claimed by the second at once (not at the next recheck,
-  // an hour away), the first should wait on, and its empty try should be counted.
+  // one behind it, a task should be claimed by the second at once, the first should wait on,
+  // and its empty try should be counted.
   const auto agent = plane_.authenticate_agent(agent_token_);
   ASSERT_TRUE(agent.has_value());
   register_worker(*agent, "worker-other", {{"allowed_adapters", {"deterministic"}}});
@@ -202,6 +219,60 @@ TEST_F(ClaimWaitTest, AWaiterThatCannotClaimPassesTheWakeUpOn) {
   EXPECT_EQ(empty_wakeups(metrics_), "1");
   api_.stop_waiting();
   EXPECT_EQ(body_of(ineligible), (Json{{"claim", nullptr}}));
+}
+
+TEST_F(ClaimWaitTest, AWaiterIsWokenWhenItsWorkersCircuitCooldownEnds) {
+  // Given a queued task and a worker whose circuit is open for one more second (written to the
+  // store directly: no transition announces its end), a claim waiting 20 s should claim the
+  // task once the cooldown ends, woken by its claim window alone.
+  const double now = to_epoch_seconds(clock_.now());
+  store_.write(
+      [&](store::Transaction& tx) { tx.note_worker_failure("worker-wait", now, 1, now + 1.0); });
+  create_task("wait-cooldown");
+  EXPECT_EQ(claimed_once_the_window_ends(), "wait-cooldown");
+}
+
+TEST_F(ClaimWaitTest, AWaiterIsWokenWhenItsTaskQuarantineEnds) {
+  // Given a queued task the worker is quarantined from for one more second, a claim waiting
+  // 20 s should claim it once the quarantine ends, woken by its claim window alone.
+  create_task("wait-quarantine");
+  const double now = to_epoch_seconds(clock_.now());
+  store_.write([&](store::Transaction& tx) {
+    tx.quarantine_task("wait-quarantine", "worker-wait", "agent_failed", now + 1.0);
+  });
+  EXPECT_EQ(claimed_once_the_window_ends(), "wait-quarantine");
+}
+
+TEST_F(ClaimWaitTest, ARecheckFindsWhatNobodyAnnounced) {
+  // Given a quarantined worker and a queued task, and the worker's quarantine lifted by a
+  // store write that announces nothing (a writer outside the suite), a claim waiting 20 s
+  // should claim the task at the next recheck (50 ms) when one is set.
+  store_.write([&](store::Transaction& tx) {
+    tx.configure_worker({.worker_id = "worker-wait",
+                         .max_slots = 1,
+                         .failure_domain = "",
+                         .labels_json = "{}",
+                         .quarantined = true,
+                         .updated_at = 0});
+  });
+  create_task("wait-silent");
+  TaskApiMetrics metrics;
+  TaskApi rechecking(plane_, kOwnerToken, metrics, nullptr, std::chrono::milliseconds(50));
+  auto rechecked = answer_of(rechecking.handle(
+      claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
+  ASSERT_EQ(rechecked.wait_for(0ms), std::future_status::timeout) << "the worker is quarantined";
+
+  store_.write([&](store::Transaction& tx) {
+    tx.configure_worker({.worker_id = "worker-wait",
+                         .max_slots = 1,
+                         .failure_domain = "",
+                         .labels_json = "{}",
+                         .quarantined = false,
+                         .updated_at = 0});
+  });
+
+  ASSERT_EQ(rechecked.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(body_of(rechecked)["claim"]["task_id"], "wait-silent");
 }
 
 TEST_F(ClaimWaitTest, AWaitEndsWithNoClaimAtItsDeadline) {

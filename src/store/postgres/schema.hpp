@@ -216,9 +216,16 @@ inline constexpr std::string_view kTasksBySeq8 = R"sql(
 CREATE INDEX tasks_by_seq ON tasks(seq);
 )sql";
 
+// A long poll sleeps until the soonest quarantine ends (claim_windows) instead of retrying.
+inline constexpr std::string_view kQuarantineByUntil9 = R"sql(
+CREATE INDEX fleet_task_quarantine_by_until ON fleet_task_quarantine(quarantined_until);
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 3> kMigrations = {
-    {{6, {kSchema6, kCreateRebindReceipts}}, {7, {kAgentCertificates7}}, {8, {kTasksBySeq8}}}};
+inline constexpr std::array<Migration, 4> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+                                                          {7, {kAgentCertificates7}},
+                                                          {8, {kTasksBySeq8}},
+                                                          {9, {kQuarantineByUntil9}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

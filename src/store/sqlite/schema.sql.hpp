@@ -265,6 +265,10 @@ ALTER TABLE agents ADD COLUMN certificate_sha256 TEXT NOT NULL DEFAULT '';
     {8, R"sql(
 CREATE INDEX tasks_by_seq ON tasks(seq);
 )sql"},
+    // A long poll sleeps until the soonest quarantine ends (claim_windows) instead of retrying.
+    {9, R"sql(
+CREATE INDEX fleet_task_quarantine_by_until ON fleet_task_quarantine(quarantined_until);
+)sql"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);

@@ -2,7 +2,11 @@
 // body never loses a serialisation conflict and runs exactly once.
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <atomic>
+#include <memory>
+
 #include "store/queries.hpp"
+#include "store/sqlite/announce.hpp"
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/schema.sql.hpp"
 #include "store/sqlite/transaction.hpp"
@@ -87,9 +91,36 @@ class OwningSqliteStore final : public Store {
   std::string_view backend() const override { return store_.backend(); }
   std::unique_ptr<Leadership> leadership() override { return store_.leadership(); }
 
+  void announce_queue_change() override {
+    // A listening process wakes its own waiters; it is the only process that listens.
+    if (*listeners_ == 0) sqlite::touch_announcement(sqlite::announcement_file(db_.path()));
+  }
+  std::unique_ptr<Subscription> listen_queue_changes(std::function<void()> heard) override {
+    auto watch = sqlite::watch_announcements(db_.path(), std::move(heard));
+    if (!watch) return nullptr;
+    return std::make_unique<Listening>(std::move(watch), listeners_);
+  }
+
  private:
+  // Counts this store's live subscriptions while it holds one.
+  class Listening final : public Subscription {
+   public:
+    Listening(std::unique_ptr<Subscription> watch, std::shared_ptr<std::atomic<int>> listeners)
+        : watch_(std::move(watch)), listeners_(std::move(listeners)) {
+      ++*listeners_;
+    }
+    ~Listening() override { --*listeners_; }
+    Listening(const Listening&) = delete;
+    Listening& operator=(const Listening&) = delete;
+
+   private:
+    std::unique_ptr<Subscription> watch_;
+    std::shared_ptr<std::atomic<int>> listeners_;
+  };
+
   Database db_;
   SqliteStore store_;
+  std::shared_ptr<std::atomic<int>> listeners_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace

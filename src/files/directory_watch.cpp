@@ -1,5 +1,3 @@
-#include "executor/watch.hpp"
-
 #include <poll.h>
 #include <unistd.h>
 
@@ -8,7 +6,9 @@
 #include <cstring>
 #include <system_error>
 
-namespace aios::executor {
+#include "aios/files.hpp"
+
+namespace aios::files {
 
 DirectoryWatch::DirectoryWatch() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
   if (!fd_.valid()) throw std::system_error(errno, std::generic_category(), "inotify_init1");
@@ -53,4 +53,4 @@ std::vector<DirectoryWatch::Event> DirectoryWatch::read_events() {
   return events;
 }
 
-}  // namespace aios::executor
+}  // namespace aios::files
