@@ -127,6 +127,12 @@ WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<V
       ->envname("AIOS_WORKER_HTTP_TIMEOUT_MS")
       ->check(CLI::Range(100, 600000))
       ->capture_default_str();
+  app.add_option("--max-concurrency", config.max_concurrency,
+                 "Tasks this worker runs at once (its fleet slots): one claim-next asks for\n"
+                 "every free slot, and results that finish together go in one request")
+      ->envname("AIOS_WORKER_MAX_CONCURRENCY")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--claim-wait-ms", v.claim_wait_ms,
                  "How long one claim-next waits at the Task API for a task to become\n"
                  "claimable (a long poll; a stop gives it up within 250 ms); 0: no\n"

@@ -6,7 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -87,6 +90,62 @@ class CheckpointStore {
  private:
   std::unique_ptr<store::CheckpointStore> store_;
   std::string kill_after_phase_;
+};
+
+// The claims of a worker's slots: one claim-next at a time asks for every slot waiting for
+// work then (max_tasks), and the claims a result's claim_next brings wait here for the next
+// free slot. A slot that asks while another's claim-next is out waits for that one's answer.
+// Thread-safe.
+class ClaimQueue {
+ public:
+  ClaimQueue(const JsonService& api, std::string worker_id);
+  // A claim for the calling slot: one in hand, or what one claim-next brings (waiting up to
+  // `wait` at the Task API, given up when `cancel` turns true); nullopt when the claim-next
+  // it made or waited for brought none for it. Throws what its own claim-next met.
+  std::optional<nlohmann::json> next(std::chrono::milliseconds wait,
+                                     const std::atomic<bool>* cancel);
+  // A claim in hand, without asking (a stopping worker runs what it holds).
+  std::optional<nlohmann::json> take();
+  void add(const nlohmann::json& claims);
+
+ private:
+  const JsonService& api_;
+  std::string worker_id_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<nlohmann::json> claims_;
+  std::size_t asking_ = 0;   // slots inside next()
+  bool polling_ = false;     // one of them has a claim-next out
+  std::uint64_t polls_ = 0;  // claim-next calls answered (or failed)
+};
+
+// The results of a worker's slots: one submitted while another's request is out goes with the
+// next request, together with every other one waiting then (POST /v1/tasks/results), each asking
+// for the next task of the slot it frees; one alone goes as POST /v1/tasks/{id}/result. The
+// claims that come back go to `claims`. Thread-safe.
+class ResultSender {
+ public:
+  ResultSender(const JsonService& api, std::string worker_id, ClaimQueue& claims);
+  // `body`'s answer for `task_id` (the single call's); throws the error the task's result met,
+  // its own refusal or the request's. `claim_next`: ask for the next task for the freed slot.
+  nlohmann::json submit(const std::string& task_id, nlohmann::json body, bool claim_next);
+
+ private:
+  struct Pending {
+    std::string task_id;
+    nlohmann::json body;
+    bool claim_next = false;
+    std::promise<nlohmann::json> answer;
+  };
+  // Sends `batch` as one request and settles each item's answer.
+  void send(std::vector<Pending*>& batch);
+
+  const JsonService& api_;
+  std::string worker_id_;
+  ClaimQueue& claims_;
+  std::mutex mutex_;
+  std::vector<Pending*> waiting_;
+  bool sending_ = false;
 };
 
 // Heartbeats a claimed task every `interval` while the work loop keeps calling alive(); a loop

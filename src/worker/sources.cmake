@@ -11,6 +11,7 @@ target_sources(aios_core PRIVATE
   worker/repository.cpp
   worker/results.cpp
   worker/services.cpp
+  worker/slots.cpp
   worker/source_capture.cpp
   worker/worker.cpp
 )

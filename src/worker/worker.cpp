@@ -53,7 +53,9 @@ class Worker::Impl {
         api_(environment.http, config_.task_api_url, config_.agent_token, config_.http_timeout),
         bridge_(environment.http, config_.bridge_url, config_.agent_token, config_.http_timeout),
         checkpoints_(config_.checkpoint_db, environment.clock, config_.kill_after_phase),
-        worker_id_(config_.worker_id.empty() ? config_.agent_id : config_.worker_id) {}
+        worker_id_(config_.worker_id.empty() ? config_.agent_id : config_.worker_id),
+        claims_(api_, worker_id_),
+        results_(api_, worker_id_, claims_) {}
 
   void start() {
     const nlohmann::json body = {
@@ -65,45 +67,61 @@ class Worker::Impl {
     api_.require("POST", "/v1/workers/register", &body);
     log::info("WORKER_REGISTERED", {{"worker_id", worker_id_},
                                     {"capabilities", config_.capabilities},
-                                    {"allowed_adapters", config_.allowed_adapters}});
+                                    {"allowed_adapters", config_.allowed_adapters},
+                                    {"slots", config_.max_concurrency}});
     for (auto& checkpoint : checkpoints_.all()) resume(checkpoint);
   }
 
   // Tasks a peer outage interrupted go on from their checkpoints before any new work. A call
   // that fails again leaves the task to the next round.
   std::optional<WorkOutcome> retry_interrupted() {
-    while (!interrupted_.empty()) {
-      const auto task_id = *interrupted_.begin();
-      interrupted_.erase(interrupted_.begin());
+    for (;;) {
+      std::string task_id;
+      {
+        const std::lock_guard lock(interrupted_mutex_);
+        if (interrupted_.empty()) return std::nullopt;
+        task_id = *interrupted_.begin();
+        interrupted_.erase(interrupted_.begin());
+      }
       auto checkpoint = checkpoints_.load(task_id);
       if (!checkpoint) continue;
       try {
         if (auto outcome = resume(*checkpoint)) return outcome;
       } catch (const Error&) {
-        interrupted_.insert(task_id);
+        keep_interrupted(task_id);
         throw;
       }
     }
-    return std::nullopt;
   }
 
-  // One claim-next: the Task API picks the next task this worker may take, claims it and
-  // answers with the Bridge's envelope, waiting up to claim_wait for one. The envelope is checked
-  // here before anything runs; one that fails is given back as a refusal, which does not count
-  // against this worker's circuit.
+  // The next claim of this slot: one in hand (it came with a result), or what claim-next
+  // brings (the Task API picks the next tasks this worker may take, claims them and answers with
+  // the Bridge's envelopes, waiting up to claim_wait), then run.
   std::optional<WorkOutcome> run_once() {
-    nlohmann::json claim;
-    if (next_claim_) {
-      claim = std::move(*next_claim_);
-      next_claim_.reset();
-    } else {
-      // --once (no serve loop) looks once, as a poll did; the serve loop waits at the Task API.
-      const auto wait = stop_ != nullptr ? config_.claim_wait : std::chrono::milliseconds(0);
-      const nlohmann::json body = {{"worker_id", worker_id_}, {"wait_ms", wait.count()}};
-      claim = api_.require("POST", "/v1/tasks/claim-next", &body, {.extra = wait, .cancel = stop_})
-                  .at("claim");
+    // --once (no serve loop) looks once, as a poll did; the serve loop waits at the Task API.
+    const auto wait = stop_ != nullptr ? config_.claim_wait : std::chrono::milliseconds(0);
+    const auto claim = claims_.next(wait, stop_);
+    if (!claim) return std::nullopt;
+    return run_claim(*claim);
+  }
+
+  void run(const std::atomic<bool>& stop) {
+    // A stop gives up the waiting claim-next at once; the scheduler sees the connection close
+    // and claims nothing for it.
+    stop_ = &stop;
+    std::vector<std::jthread> slots;
+    for (int slot = 1; slot < config_.max_concurrency; ++slot) {
+      slots.emplace_back([this, &stop] { serve_slot(stop); });
     }
-    if (claim.is_null()) return std::nullopt;
+    serve_slot(stop);
+    slots.clear();
+    log::info("WORKER_STOPPED", {{"worker_id", worker_id_}});
+  }
+
+ private:
+  // The claim's envelope is checked here before anything runs; one that fails is given back as
+  // a refusal, which does not count against this worker's circuit.
+  WorkOutcome run_claim(const nlohmann::json& claim) {
     const std::string task_id = claim.at("task_id");
     log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
     auto checkpoint = checkpoints_.load(task_id);
@@ -126,10 +144,8 @@ class Worker::Impl {
     return work(envelope, *checkpoint);
   }
 
-  void run(const std::atomic<bool>& stop) {
-    // A stop gives up the waiting claim-next at once; the scheduler sees the connection close
-    // and claims nothing for it.
-    stop_ = &stop;
+  // One slot's loop: a task at a time, until `stop`.
+  void serve_slot(const std::atomic<bool>& stop) {
     auto backoff = config_.idle_backoff_min;
     while (!stop.load()) {
       std::optional<WorkOutcome> outcome;
@@ -160,18 +176,22 @@ class Worker::Impl {
       }
       backoff = std::min(backoff * 2, config_.idle_backoff_max);
     }
-    // A claim that came with the last result is in hand: it is run, not left to its lease.
-    if (next_claim_) {
+    // Claims that came with the last results are in hand: they are run, not left to their
+    // leases.
+    while (const auto claim = claims_.take()) {
       try {
-        run_once();
+        run_claim(*claim);
       } catch (const Error& error) {
         log::warn("POLL_FAILED", {{"error", error.code()}});
       }
     }
-    log::info("WORKER_STOPPED", {{"worker_id", worker_id_}});
   }
 
- private:
+  void keep_interrupted(const std::string& task_id) {
+    const std::lock_guard lock(interrupted_mutex_);
+    interrupted_.insert(task_id);
+  }
+
   // The claim's envelope (the Bridge's, resolved in the claim's transaction), checked against
   // the binding the task persisted, this worker's capabilities and adapters, and the digest the
   // claim was made on.
@@ -261,14 +281,10 @@ class Worker::Impl {
           {"idempotency_key",
            result_idempotency_key(task_id, checkpoint.attempt, envelope.at("execution_digest"))},
           {"result", result}};
-      // In the serve loop, the answer also carries the next claim, so a busy worker makes one
-      // request between two jobs; --once and a stopping worker take no more.
-      nlohmann::json submit = body;
-      if (stop_ != nullptr && !stop_->load()) submit["claim_next"] = {{"worker_id", worker_id_}};
-      const auto answer = api_.require("POST", "/v1/tasks/" + task_id + "/result", &submit);
-      if (const auto next = answer.find("claim"); next != answer.end() && !next->is_null()) {
-        next_claim_ = *next;
-      }
+      // In the serve loop, the answer also carries the slot's next claim, so a busy worker
+      // makes one request between two jobs (and one for the results its slots finish
+      // together); --once and a stopping worker take no more.
+      results_.submit(task_id, body, stop_ != nullptr && !stop_->load());
       checkpoint.phase = "result_submitted";
       checkpoints_.save(checkpoint);
       checkpoints_.remove(task_id);
@@ -284,7 +300,7 @@ class Worker::Impl {
         // its last durable phase once the peer answers.
         log::warn("TASK_INTERRUPTED",
                   {{"task_id", task_id}, {"error", error.code()}, {"phase", checkpoint.phase}});
-        interrupted_.insert(task_id);
+        keep_interrupted(task_id);
         return {task_id, "INTERRUPTED", error.code()};
       }
       nlohmann::json fields = {
@@ -308,9 +324,11 @@ class Worker::Impl {
   JsonService bridge_;
   worker::CheckpointStore checkpoints_;
   std::string worker_id_;
+  worker::ClaimQueue claims_;
+  worker::ResultSender results_;
+  std::mutex interrupted_mutex_;
   std::set<std::string> interrupted_;
-  const std::atomic<bool>* stop_ = nullptr;   // run()'s stop, once it runs
-  std::optional<nlohmann::json> next_claim_;  // claimed with the last result, not yet run
+  const std::atomic<bool>* stop_ = nullptr;  // run()'s stop, once it runs
 };
 
 Worker::Worker(WorkerConfig config, const Environment& environment)

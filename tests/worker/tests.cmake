@@ -7,7 +7,8 @@ add_dependencies(worker_e2e_tests aios-agent-task-execution-rebind)
 add_dependencies(worker_e2e_tests aios-online-agent-worker aios-external-agent-executor)
 
 # The result documents and derived ids, as pure functions, the command line's configuration, and
-# the peer calls and verification children against the recording fakes of the environment.
+# the peer calls and verification children against the recording fakes of the environment, and
+# how the slots' claims and results are gathered into requests.
 aios_test(worker_tests worker/results_test.cpp worker/command_line_test.cpp
-  worker/services_test.cpp)
+  worker/services_test.cpp worker/slots_test.cpp)
 target_link_libraries(worker_tests PRIVATE CLI11::CLI11)

@@ -100,6 +100,38 @@ TEST_F(WorkerTest, HermesTaskIsSkippedByTheGenericWorkerAndRunByTheHermesWorker)
   EXPECT_EQ(task("task-w-hermes").at("status"), "SUCCEEDED");
 }
 
+TEST_F(WorkerTest, AWorkerWithThreeSlotsRunsThreeTasksAtOnce) {
+  // Given three Hermes tasks whose agent works 3 s each and a worker with --max-concurrency 3,
+  // all three should be CLAIMED by it at the same moment (a worker of one slot holds one at a
+  // time), each agent should run once, and each task reach VERIFYING with one result.
+  start_executor("hermes", 3.0);
+  const std::vector<std::string> ids = {"task-w-slot-1", "task-w-slot-2", "task-w-slot-3"};
+  for (const auto& id : ids) create_task(hermes_task(binding(id, "agent/" + id.substr(5))));
+  auto& worker =
+      make_worker("slots", {"agent.runtime.hermes"}, "hermes", false, {"--max-concurrency", "3"});
+  worker.start();
+  EXPECT_EQ(event(worker, "WORKER_REGISTERED").at("slots"), 3);
+  const auto claimed_together = [&] {
+    return std::all_of(ids.begin(), ids.end(),
+                       [&](const std::string& id) { return task(id).at("status") == "CLAIMED"; });
+  };
+  EXPECT_TRUE(taskapi_test::eventually(claimed_together, std::chrono::seconds(20))) << worker.log();
+  ASSERT_TRUE(taskapi_test::eventually(
+      [&] {
+        return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+          return task(id).at("status") == "VERIFYING";
+        });
+      },
+      std::chrono::seconds(60)))
+      << worker.log();
+  EXPECT_EQ(agent_runs(), 3U);
+  for (const auto& id : ids) {
+    const auto types = event_types(id);
+    EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_RESULT_SUBMITTED"), 1) << id;
+  }
+  EXPECT_TRUE(worker.stop().exited_with(0)) << worker.log();
+}
+
 TEST_F(WorkerTest, WorkerKilledWhileTheAgentRunsNeverRunsItTwice) {
   // Given a worker SIGKILLed while its external agent runs, a restarted worker should resume
   // from its checkpoint, take the executor's one result and submit it once.

@@ -68,9 +68,11 @@ class WorkerTest : public bridge_test::BridgeTest {
     executor_->start();
   }
 
-  // A worker process for a new agent granted `capabilities`, running `adapters`.
+  // A worker process for a new agent granted `capabilities`, running `adapters`, with `extra`
+  // arguments.
   test::Daemon& make_worker(const std::string& name, const std::vector<std::string>& capabilities,
-                            const std::string& adapters, bool once) {
+                            const std::string& adapters, bool once,
+                            const std::vector<std::string>& extra = {}) {
     Json granted = capabilities;
     const auto token = create_agent("agent-" + name, granted);
     const auto token_file = dir() / (name + ".token");
@@ -95,6 +97,7 @@ class WorkerTest : public bridge_test::BridgeTest {
       options.args.push_back(adapters);
     }
     if (once) options.args.push_back("--once");
+    options.args.insert(options.args.end(), extra.begin(), extra.end());
     options.ready_event = once ? "WORKER_ONCE_DONE" : "WORKER_READY";
     options.port_field.clear();
     options.ready_timeout = std::chrono::seconds(60);
