@@ -25,6 +25,7 @@
 #include "aios/environment.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
+#include "aios/task.hpp"
 
 namespace aios {
 
@@ -68,46 +69,13 @@ namespace fleet {
 // refusal does not count against the worker's circuit.
 inline constexpr std::string_view kRefusedReleaseClass = "envelope_refused";
 
-// What an agent shows to act for one attempt: its lease token, the attempt and the envelope
-// digest it works on. Parsed from the body's lease_token, attempt and execution_digest
-// (LEASE_INVALID, ATTEMPT_INVALID, EXECUTION_DIGEST_INVALID).
-struct LeaseProof {
-  std::string token;
-  std::int64_t attempt = 0;
-  std::string execution_digest;
-};
-LeaseProof lease_proof_of(const nlohmann::json& body);
-
 // The body's worker_id, or WORKER_ID_INVALID when it is missing, empty or not a string.
 std::string worker_id_of(const nlohmann::json& body);
-
-// The task, or TASK_NOT_FOUND.
-store::TaskRow load_existing_task(store::Transaction& tx, const std::string& task_id);
-
-// The task's current execution envelope, from metadata_json (authoritative: the rebind service
-// rewrites it).
-nlohmann::json execution_of(const store::TaskRow& row);
-
-// Parses a stored JSON column (bounded nesting), or returns `fallback` for an empty one;
-// STORE_FAILURE for a damaged one.
-nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback);
-
-// A task fenced for a side effect by the attempt that proves `proof`, in the caller's
-// transaction: only the current holder of the live task lease, through a worker of `agent`, on
-// the current attempt and envelope digest, gets it (TASK_NOT_FOUND, TASK_NOT_CLAIMED,
-// LEASE_INVALID, LEASE_EXPIRED, ATTEMPT_STALE, TASK_EXECUTION_DIGEST_MISMATCH). The Bridge
-// fences its writer leases and commits with it.
-struct FencedTask {
-  store::TaskRow row;
-  nlohmann::json execution;
-};
-FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id, const Agent& agent,
-                         const LeaseProof& proof, TimePoint now);
 
 // Resolves the execution envelope of a task claim_next offers, inside the claim's transaction,
 // so the claim answers with the envelope the worker runs (the Bridge does: a registered plan
 // wins). resolve() reads only and throws aios::Error to pass the candidate over; `execution` is
-// the task's persisted execution (fleet::execution_of(row)), parsed once by the claim, which
+// the task's persisted execution (task::execution_of(row)), parsed once by the claim, which
 // also answers with it. record() writes its audit row for the attempt just claimed.
 class ClaimResolver {
  public:

@@ -69,7 +69,7 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
         ErrorCode::REQUEST_FIELDS_INVALID);
   }
   const std::string task_id = bridge::task_id_of(body);
-  const auto proof = fleet::lease_proof_of(body);
+  const auto proof = task::lease_proof_of(body);
   const auto& lease_value = body["writer_lease_id"];
   if (!lease_value.is_string()) fail(ErrorCode::WRITER_LEASE_INVALID);
   const std::string writer_lease_id = lease_value;
@@ -80,9 +80,9 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
   // The fence, taken again in every transaction that records something: only the attempt that
   // holds a live task lease and this writer lease may move the branch.
   const auto fenced = [&](store::Transaction& tx) {
-    auto task = fleet::fence_attempt(tx, task_id, agent, proof, now);
-    bridge::check_writer_lease(tx, task.row, writer_lease_id);
-    return std::move(task.execution);
+    auto held = task::fence_attempt(tx, task_id, agent.agent_id, proof, now);
+    bridge::check_writer_lease(tx, held.row, writer_lease_id);
+    return std::move(held.execution);
   };
   nlohmann::json envelope;
   std::optional<Receipt> receipt;

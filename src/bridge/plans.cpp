@@ -13,12 +13,12 @@ using envelope::fail;
 std::optional<Plan> load_plan(store::Transaction& tx, const std::string& task_id) {
   const auto record = tx.load_plan(task_id);
   if (!record) return std::nullopt;
-  return Plan{record->plan_sha256, fleet::parse_column(record->plan_json, nlohmann::json::object()),
+  return Plan{record->plan_sha256, task::parse_column(record->plan_json, nlohmann::json::object()),
               record->execution_digest};
 }
 
 GovernedBinding binding_of(const store::TaskRow& row) {
-  return GovernedBinding::from_mapping(fleet::execution_of(row));
+  return GovernedBinding::from_mapping(task::execution_of(row));
 }
 
 void check_verification_allowed(const nlohmann::json& envelope,
@@ -46,7 +46,7 @@ using envelope::kEmptyObject;
 
 // A plan that names no scope may do what the task requires plus the governed write.
 nlohmann::json default_scope(const store::TaskRow& row) {
-  auto scope = fleet::parse_column(row.required_capabilities_json, nlohmann::json::array());
+  auto scope = task::parse_column(row.required_capabilities_json, nlohmann::json::array());
   scope.push_back("governed.write.branch");
   scope.push_back("governed.write.file");
   return scope;
@@ -65,9 +65,9 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
   int status = 201;
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
-    const auto row = fleet::load_existing_task(tx, task_id);
+    const auto row = task::load(tx, task_id);
     if (store::is_terminal_status(row.status)) envelope::fail(ErrorCode::TASK_TERMINAL);
-    const auto required = fleet::parse_column(row.required_capabilities_json, bridge::kEmptyArray);
+    const auto required = task::parse_column(row.required_capabilities_json, bridge::kEmptyArray);
     nlohmann::json request = {
         {"action", "deterministic"},
         {"adapter", "deterministic"},

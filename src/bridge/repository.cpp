@@ -42,9 +42,8 @@ http::Response Bridge::repository_pack(const Agent& agent, const nlohmann::json&
   // Like an envelope: only for a task one of the agent's workers holds or could claim now.
   if (!plane_.agent_hold(agent, task_id)) fail(ErrorCode::TASK_NOT_FOUND);
   std::string base;
-  store_.read([&](store::Transaction& tx) {
-    base = bridge::binding_of(fleet::load_existing_task(tx, task_id)).base_oid;
-  });
+  store_.read(
+      [&](store::Transaction& tx) { base = bridge::binding_of(task::load(tx, task_id)).base_oid; });
   http::Response response;
   response.content_type = "application/x-git-packfile";
   response.body = git::pack_history(options_.authority_git_dir, base, haves);

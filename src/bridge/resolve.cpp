@@ -35,8 +35,8 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
   }
   Resolved resolved;
   store_.read([&](store::Transaction& tx) {
-    const auto row = fleet::load_existing_task(tx, task_id);
-    resolved = resolve_in(tx, row, fleet::execution_of(row), required,
+    const auto row = task::load(tx, task_id);
+    resolved = resolve_in(tx, row, task::execution_of(row), required,
                           body.contains("execution") ? &body["execution"] : nullptr, agent);
   });
   const std::string actor = agent != nullptr ? agent->agent_id : bridge::kOwnerActor;
@@ -55,7 +55,7 @@ nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent*
 // What the worker's own resolve sends for a task: its required capabilities and, unless the
 // task is deterministic (its plan is re-resolved), its persisted envelope to replay.
 nlohmann::json Bridge::required_of(const store::TaskRow& row) {
-  return required_of(fleet::parse_column(row.required_capabilities_json, nlohmann::json::array()));
+  return required_of(task::parse_column(row.required_capabilities_json, nlohmann::json::array()));
 }
 
 const nlohmann::json* Bridge::replayed(const nlohmann::json& execution) {

@@ -36,13 +36,13 @@ std::pair<int, nlohmann::json> Bridge::acquire_writer_lease(const Agent& agent,
   envelope::require_exact_keys(body, {"task_id", "lease_token", "attempt", "execution_digest"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
   const std::string task_id = bridge::task_id_of(body);
-  const auto proof = fleet::lease_proof_of(body);
+  const auto proof = task::lease_proof_of(body);
   const auto now = store_.now();
   const std::string now_iso = format_iso8601(now);
   int status = 201;
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
-    const auto [row, envelope] = fleet::fence_attempt(tx, task_id, agent, proof, now);
+    const auto [row, envelope] = task::fence_attempt(tx, task_id, agent.agent_id, proof, now);
     const std::string action = envelope.value("action", "");
     if ((action != "deterministic" && action != "engineering") ||
         !envelope["governance"].value("writer_lease", false)) {

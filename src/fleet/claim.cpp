@@ -138,7 +138,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
     const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
-    auto row = fleet::load_existing_task(tx, task_id);
+    auto row = task::load(tx, task_id);
     if (row.status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
     if (row.revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
     const auto facts = facts_->get(row);
@@ -250,7 +250,7 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
   std::optional<fleet::ClaimResolver::Resolved> resolved;
   nlohmann::json execution;
   if (resolver != nullptr) {
-    execution = fleet::execution_of(row);
+    execution = task::execution_of(row);
     try {
       resolved = resolver->resolve(tx, row, execution, agent);
       // Another digest than the task's (a plan registered since, awaiting the owner's
@@ -386,7 +386,7 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
   const double now = to_epoch_seconds(store_.now());
   std::optional<AgentHold> hold;
   store_.read([&](store::Transaction& tx) {
-    const auto row = fleet::load_existing_task(tx, task_id);
+    const auto row = task::load(tx, task_id);
     // Only the agent's own workers are read: this runs on every resolve of a polling worker.
     if (row.status == "CLAIMED") {
       const auto holder = fleet::load_worker(tx, row.claimed_by, now);
@@ -415,7 +415,7 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json task_status;
   store_.read([&](store::Transaction& tx) {
-    const auto row = fleet::load_existing_task(tx, task_id);
+    const auto row = task::load(tx, task_id);
     task_status = row.status;
     for (const auto& worker : fleet::load_workers(tx, now)) {
       auto reasons = fleet::ineligibility_reasons(

@@ -53,7 +53,7 @@ nlohmann::json TaskPlane::dashboard(const DashboardQuery& query) {
   if (!query.task_id.empty()) {
     nlohmann::json task;
     store_.read([&](store::Transaction& tx) {
-      const auto row = fleet::load_existing_task(tx, query.task_id);
+      const auto row = task::load(tx, query.task_id);
       task["view"] = fleet::view_of(row);
       // Heartbeats leave no event (they make no revision); each advances the lease generation.
       task["heartbeats"] = row.lease_generation;

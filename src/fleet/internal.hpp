@@ -117,25 +117,6 @@ bool open_for_claims(const WorkerState& worker, double now);
 void note_worker_failure(store::Transaction& tx, const std::string& worker_id, double now,
                          int threshold, std::chrono::seconds cooldown);
 
-// True when `worker_id` is registered to `agent_id`: an agent acts and reads only through its
-// own workers.
-bool worker_belongs_to(store::Transaction& tx, const std::string& worker_id,
-                       const std::string& agent_id);
-
-// The body's lease_token, or LEASE_INVALID.
-std::string lease_token_of(const nlohmann::json& body);
-
-// The lease token fences every side effect: only the current holder of a live lease, through
-// a worker of its own agent, may act on a claimed task. TASK_NOT_CLAIMED, LEASE_INVALID or
-// LEASE_EXPIRED.
-void check_lease(store::Transaction& tx, const store::TaskRow& row, const Agent& agent,
-                 const std::string& token, TimePoint now);
-
-// check_lease, then the attempt (ATTEMPT_STALE) and the digest against `current_digest`
-// (TASK_EXECUTION_DIGEST_MISMATCH): a stale attempt can neither submit nor commit.
-void check_attempt(store::Transaction& tx, const store::TaskRow& row, const Agent& agent,
-                   const LeaseProof& proof, TimePoint now, const std::string& current_digest);
-
 // The tenant a scope key names ("tenant:<t>" and "project:<t>/<p>": t); "" for "global".
 std::string tenant_of(const std::string& scope_key);
 
@@ -165,7 +146,7 @@ NewTask new_task(const nlohmann::json& body, ClaimResolver* resolver, TimePoint 
 std::pair<int, nlohmann::json> store_new_task(store::Transaction& tx, const NewTask& task);
 
 struct ResultSubmission {
-  LeaseProof proof;
+  task::LeaseProof proof;
   std::string idempotency_key{};
   std::string result_json{};  // canonical
   std::string request_sha256{};

@@ -60,62 +60,12 @@ void quarantine_task_for_worker(store::Transaction& tx, const store::TaskRow& ro
 
 }  // namespace
 
-namespace fleet {
-
-std::string lease_token_of(const nlohmann::json& body) {
-  const auto& token = envelope::get_or(body, "lease_token", kNull);
-  if (!token.is_string() || token.get_ref<const std::string&>().empty()) {
-    fail(ErrorCode::LEASE_INVALID);
-  }
-  return token;
-}
-
-// The lease token fences every side effect: only the current holder of a live lease, through
-// a worker of its own agent, may act on a claimed task.
-void check_lease(store::Transaction& tx, const store::TaskRow& row, const Agent& agent,
-                 const std::string& token, TimePoint now) {
-  if (row.status != "CLAIMED") fail(ErrorCode::TASK_NOT_CLAIMED);
-  if (!fleet::worker_belongs_to(tx, row.claimed_by, agent.agent_id) ||
-      !constant_time_equal(sha256_hex(token), row.lease_token_hash)) {
-    fail(ErrorCode::LEASE_INVALID);
-  }
-  const auto expires = parse_iso8601(row.lease_expires_at);
-  if (!expires || *expires <= now) fail(ErrorCode::LEASE_EXPIRED);
-}
-
-LeaseProof lease_proof_of(const nlohmann::json& body) {
-  LeaseProof proof;
-  proof.token = lease_token_of(body);
-  proof.attempt = envelope::require_int(body["attempt"], 1, INT64_MAX, ErrorCode::ATTEMPT_INVALID);
-  const auto& digest_value = body["execution_digest"];
-  if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
-    fail(ErrorCode::EXECUTION_DIGEST_INVALID);
-  }
-  proof.execution_digest = digest_value;
-  return proof;
-}
-
-void check_attempt(store::Transaction& tx, const store::TaskRow& row, const Agent& agent,
-                   const LeaseProof& proof, TimePoint now, const std::string& current_digest) {
-  check_lease(tx, row, agent, proof.token, now);
-  if (proof.attempt != row.attempt) fail(ErrorCode::ATTEMPT_STALE);
-  if (proof.execution_digest != current_digest) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
-}
-
-FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id, const Agent& agent,
-                         const LeaseProof& proof, TimePoint now) {
-  FencedTask fenced{load_existing_task(tx, task_id), {}};
-  fenced.execution = execution_of(fenced.row);
-  check_attempt(tx, fenced.row, agent, proof, now, fenced.execution.value("execution_digest", ""));
-  return fenced;
-}
-
-}  // namespace fleet
+namespace fleet {}  // namespace fleet
 
 nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_id,
                                     const nlohmann::json& body) {
   envelope::require_known_keys(body, {"lease_token", "stage"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = fleet::lease_token_of(body);
+  const std::string token = task::lease_token_of(body);
   const auto& stage = envelope::get_or(body, "stage", kEmptyText);
   if (!stage.is_string() || stage.get_ref<const std::string&>().size() > 64) {
     fail(ErrorCode::STAGE_INVALID);
@@ -124,8 +74,8 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
   const auto expires = now + options_.lease;
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
-    auto row = fleet::load_existing_task(tx, task_id);
-    fleet::check_lease(tx, row, agent, token, now);
+    auto row = task::load(tx, task_id);
+    task::check_lease(tx, row, agent.agent_id, token, now);
     // A heartbeat extends the lease; it is not a lifecycle transition, so the revision stays.
     // The lease generation moves instead: a sweep that judged the old lease expired cannot
     // commit over this one.
@@ -147,7 +97,7 @@ fleet::ResultSubmission fleet::result_submission_of(const nlohmann::json& body,
   envelope::require_exact_keys(
       body, {"lease_token", "attempt", "execution_digest", "idempotency_key", "result"},
       ErrorCode::REQUEST_FIELDS_INVALID);
-  ResultSubmission submission{.proof = lease_proof_of(body)};
+  ResultSubmission submission{.proof = task::lease_proof_of(body)};
   const auto& key = body["idempotency_key"];
   if (!key.is_string() || !envelope::is_idempotency_key(key.get_ref<const std::string&>())) {
     fail(ErrorCode::IDEMPOTENCY_KEY_INVALID);
@@ -176,15 +126,16 @@ fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& ag
     if (replay->request_sha256 != submission.request_sha256) {
       fail(ErrorCode::RESULT_IDEMPOTENCY_CONFLICT);
     }
-    ResultApplied replayed{.status = 200,
-                           .answer = parse_column(replay->response_json, nlohmann::json::object())};
+    ResultApplied replayed{
+        .status = 200,
+        .answer = task::parse_column(replay->response_json, nlohmann::json::object())};
     replayed.answer["idempotent"] = true;
     return replayed;
   }
   const auto& proof = submission.proof;
   const std::string now_iso = format_iso8601(now);
-  auto row = load_existing_task(tx, task_id);
-  check_attempt(tx, row, agent, proof, now, facts.get(row).execution_digest);
+  auto row = task::load(tx, task_id);
+  task::check_attempt(tx, row, agent.agent_id, proof, now, facts.get(row).execution_digest);
   const std::string worker_id = row.claimed_by;
   const std::string claim_id = row.claim_id;
   row.status = "VERIFYING";
@@ -269,7 +220,7 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
                                   const nlohmann::json& body) {
   envelope::require_known_keys(body, {"lease_token", "failure_class", "reason"},
                                ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = fleet::lease_token_of(body);
+  const std::string token = task::lease_token_of(body);
   const auto& failure_class = envelope::get_or(body, "failure_class", kNull);
   if (!failure_class.is_string() ||
       !envelope::is_identifier(failure_class.get_ref<const std::string&>(), "_", 2, 63)) {
@@ -280,8 +231,8 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
   const std::string now_iso = format_iso8601(now);
   nlohmann::json view;
   store_.write([&](store::Transaction& tx) {
-    auto row = fleet::load_existing_task(tx, task_id);
-    fleet::check_lease(tx, row, agent, token, now);
+    auto row = task::load(tx, task_id);
+    task::check_lease(tx, row, agent.agent_id, token, now);
     const double now_s = to_epoch_seconds(now);
     // A worker that refuses what it was handed did not fail at running it: its circuit is
     // left alone, and the quarantine below still keeps it from taking the task straight back.
@@ -327,7 +278,7 @@ fleet::VerificationApplied fleet::apply_verification(store::Transaction& tx,
                                                      const std::string& now_iso) {
   const auto& decision = verification.decision;
   const nlohmann::json recorded = {{"decision", decision}, {"reason", verification.reason}};
-  auto row = load_existing_task(tx, task_id);
+  auto row = task::load(tx, task_id);
   if (row.status != "VERIFYING") fail(ErrorCode::TASK_NOT_VERIFYING);
   if (row.revision != verification.expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
   row.verification_json = canonical_json(recorded);
@@ -374,7 +325,7 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
   nlohmann::json view;
   std::string freed_worker;
   store_.write([&](store::Transaction& tx) {
-    auto row = fleet::load_existing_task(tx, task_id);
+    auto row = task::load(tx, task_id);
     if (store::is_terminal_status(row.status)) fail(ErrorCode::TASK_TERMINAL);
     if (body.contains("expected_revision") &&
         envelope::require_int(body["expected_revision"], 0, INT64_MAX,
@@ -410,7 +361,7 @@ nlohmann::json release_claims_of(store::Transaction& tx, const std::string& agen
   const auto held = tx.tasks_claimed_by_agent(agent_id);
   nlohmann::json released = nlohmann::json::array();
   for (const auto& task_id : held) {
-    auto row = fleet::load_existing_task(tx, task_id);
+    auto row = task::load(tx, task_id);
     const std::string worker_id = return_to_queue(tx, row, "RELEASED", now);
     tx.append_event(task_id, "TASK_RELEASED", "owner-control",
                     {{"worker_id", worker_id},

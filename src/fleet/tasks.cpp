@@ -33,7 +33,7 @@ double scope_weight_of(const nlohmann::json& metadata) {
 bool readable_by(store::Transaction& tx, const store::TaskRow& row, const Agent* reader) {
   if (reader == nullptr) return true;
   if (row.claimed_by.empty()) return false;
-  return fleet::worker_belongs_to(tx, row.claimed_by, reader->agent_id);
+  return task::worker_belongs_to(tx, row.claimed_by, reader->agent_id);
 }
 
 }  // namespace

@@ -16,13 +16,13 @@ WorkerState state_of(const store::WorkerRecord& record) {
   WorkerState state;
   static_cast<store::WorkerRecord&>(state) = record;
   const auto empty = nlohmann::json::array();
-  state.capabilities = parse_column(record.capabilities_json, empty);
+  state.capabilities = task::parse_column(record.capabilities_json, empty);
   state.effective = normalize_worker_capabilities(state.capabilities);
-  for (const auto& adapter : parse_column(record.allowed_adapters_json, empty)) {
+  for (const auto& adapter : task::parse_column(record.allowed_adapters_json, empty)) {
     state.allowed_adapters.insert(adapter.get<std::string>());
   }
-  state.labels = parse_column(record.labels_json, nlohmann::json::object());
-  for (const auto& tenant : parse_column(record.tenants_json, empty)) {
+  state.labels = task::parse_column(record.labels_json, nlohmann::json::object());
+  for (const auto& tenant : task::parse_column(record.tenants_json, empty)) {
     state.tenants.insert(tenant.get<std::string>());
   }
   return state;
@@ -58,7 +58,7 @@ TaskFacts TaskFactsCache::get(const store::TaskRow& row) {
     if (const auto it = facts_.find(key); it != facts_.end()) return it->second;
   }
   TaskFacts facts;
-  const auto execution = execution_of(row);
+  const auto execution = task::execution_of(row);
   facts.adapter = execution.value("adapter", "");
   facts.execution_digest = execution.value("execution_digest", "");
   try {
@@ -146,37 +146,6 @@ void note_worker_failure(store::Transaction& tx, const std::string& worker_id, d
   tx.note_worker_failure(worker_id, now, threshold, now + static_cast<double>(cooldown.count()));
 }
 
-store::TaskRow load_existing_task(store::Transaction& tx, const std::string& task_id) {
-  auto row = tx.load_task(task_id);
-  if (!row) throw Error(ErrorCode::TASK_NOT_FOUND);
-  return std::move(*row);
-}
-
-bool worker_belongs_to(store::Transaction& tx, const std::string& worker_id,
-                       const std::string& agent_id) {
-  return tx.worker_agent(worker_id) == agent_id;
-}
-
-nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback) {
-  if (text.empty()) return fallback;
-  // Rows come from bounded input, but whoever can write the database is not trusted with the
-  // daemon's stack: the nesting bound holds here too.
-  nlohmann::json value;
-  try {
-    value = parse_json(text);
-  } catch (const Error&) {
-    value = nlohmann::json(nlohmann::json::value_t::discarded);
-  }
-  if (value.is_discarded()) throw Error(ErrorCode::STORE_FAILURE, "a stored JSON column");
-  return value;
-}
-
-nlohmann::json execution_of(const store::TaskRow& row) {
-  const auto metadata = parse_column(row.metadata_json, nlohmann::json::object());
-  const auto it = metadata.find("execution");
-  return it == metadata.end() ? nlohmann::json::object() : *it;
-}
-
 std::int64_t append_events(const std::vector<store::EventRecord>& events, bool with_task,
                            nlohmann::json& out, std::int64_t last) {
   for (const auto& event : events) {
@@ -184,7 +153,7 @@ std::int64_t append_events(const std::vector<store::EventRecord>& events, bool w
     if (with_task) view["task_id"] = event.task_id;
     view["event_type"] = event.event_type;
     view["agent_id"] = event.agent_id;
-    view["payload"] = parse_column(event.payload_json, nlohmann::json::object());
+    view["payload"] = task::parse_column(event.payload_json, nlohmann::json::object());
     view["created_at"] = event.created_at;
     out.push_back(std::move(view));
     last = event.event_id;
@@ -193,8 +162,8 @@ std::int64_t append_events(const std::vector<store::EventRecord>& events, bool w
 }
 
 nlohmann::json view_of(const store::TaskRow& row) {
-  nlohmann::json view = parse_column(row.task_json, nlohmann::json::object());
-  view["metadata"] = parse_column(row.metadata_json, nlohmann::json::object());
+  nlohmann::json view = task::parse_column(row.task_json, nlohmann::json::object());
+  view["metadata"] = task::parse_column(row.metadata_json, nlohmann::json::object());
   const auto null_if_empty = [](const std::string& text) {
     return text.empty() ? nlohmann::json() : nlohmann::json(text);
   };
@@ -207,7 +176,7 @@ nlohmann::json view_of(const store::TaskRow& row) {
   view["lease_expires_at"] = null_if_empty(row.lease_expires_at);
   view["priority"] = row.priority;
   view["required_capabilities"] =
-      parse_column(row.required_capabilities_json, nlohmann::json::array());
+      task::parse_column(row.required_capabilities_json, nlohmann::json::array());
   // Looked up, not copied out with value(): the envelope is most of the view.
   nlohmann::json digest;
   const auto& metadata = view["metadata"];
@@ -215,8 +184,8 @@ nlohmann::json view_of(const store::TaskRow& row) {
     digest = execution->value("execution_digest", nlohmann::json());
   }
   view["execution_digest"] = digest;
-  view["result"] = parse_column(row.result_json, nlohmann::json());
-  view["verification"] = parse_column(row.verification_json, nlohmann::json());
+  view["result"] = task::parse_column(row.result_json, nlohmann::json());
+  view["verification"] = task::parse_column(row.verification_json, nlohmann::json());
   view["created_at"] = null_if_empty(row.created_at);
   view["updated_at"] = null_if_empty(row.updated_at);
   return view;

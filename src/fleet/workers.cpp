@@ -226,8 +226,8 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
     const auto record = tx.live_agent_by_token(hash);
     if (record && constant_time_equal(record->token_sha256, hash)) {
       const auto empty = nlohmann::json::array();
-      agent = Agent{record->agent_id, fleet::parse_column(record->granted_capabilities_json, empty),
-                    fleet::parse_column(record->granted_tenants_json, empty),
+      agent = Agent{record->agent_id, task::parse_column(record->granted_capabilities_json, empty),
+                    task::parse_column(record->granted_tenants_json, empty),
                     record->certificate_uri, record->certificate_sha256};
     }
   });

@@ -102,7 +102,7 @@ TEST_P(DeepReadersTest, EveryReaderRefusesItWithACode) {
                    {"JSON_NESTING_TOO_DEEP", "JSON_NESTING_TOO_DEEP", "JSON_NESTING_TOO_DEEP"});
   }
 
-  expect_refused("stored row", [&] { fleet::parse_column(deep, nlohmann::json::object()); },
+  expect_refused("stored row", [&] { task::parse_column(deep, nlohmann::json::object()); },
                  {"STORE_FAILURE", "STORE_FAILURE", "STORE_FAILURE"});
 }
 
