@@ -101,7 +101,8 @@ class ClaimQueue {
   ClaimQueue(const JsonService& api, std::string worker_id);
   // A claim for the calling slot: one in hand, or what one claim-next brings (waiting up to
   // `wait` at the Task API, given up when `cancel` turns true); nullopt when the claim-next
-  // it made or waited for brought none for it. Throws what its own claim-next met.
+  // it made or waited for brought none for it, or when `cancel` is already true. Throws what
+  // its own claim-next met.
   std::optional<nlohmann::json> next(std::chrono::milliseconds wait,
                                      const std::atomic<bool>* cancel);
   // A claim in hand, without asking (a stopping worker runs what it holds).

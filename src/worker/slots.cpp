@@ -43,6 +43,9 @@ std::optional<nlohmann::json> ClaimQueue::next(std::chrono::milliseconds wait,
     const auto poll = polls_;
     changed_.wait(lock, [&] { return !claims_.empty() || polls_ != poll; });
   }
+  // A stopping worker asks for nothing more: each slot waiting would otherwise make its own
+  // request only for the stop to give it up.
+  if (cancel != nullptr && cancel->load()) return take_one();
   polling_ = true;
   const auto slots = asking_;
   lock.unlock();

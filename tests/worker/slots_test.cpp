@@ -146,5 +146,20 @@ TEST(ClaimQueueTest, OneClaimNextAsksForEverySlotThatWaits) {
   EXPECT_EQ(calls[1].body, (json{{"worker_id", "w-1"}, {"wait_ms", 500}, {"max_tasks", 2}}));
 }
 
+TEST(ClaimQueueTest, AStoppingSlotAsksForNothingButTakesWhatIsInHand) {
+  // Given a stop already set, a slot should make no claim-next: it gets a claim a result
+  // brought, and nothing once none is left.
+  GatedTransport transport;
+  transport.open();
+  const JsonService api(transport, "http://peer", "token", 1s);
+  ClaimQueue claims(api, "w-1");
+  const std::atomic<bool> stopped{true};
+  claims.add(json::array({{{"task_id", "t-1"}}}));
+
+  EXPECT_EQ(claims.next(500ms, &stopped), (json{{"task_id", "t-1"}}));
+  EXPECT_EQ(claims.next(500ms, &stopped), std::nullopt);
+  EXPECT_TRUE(transport.calls().empty());
+}
+
 }  // namespace
 }  // namespace aios::worker
