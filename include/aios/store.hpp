@@ -479,9 +479,10 @@ class Store {
   virtual std::unique_ptr<Leadership> leadership() = 0;
   // Wake-ups across processes: announce_queue_change() after a commit that can make a task
   // claimable (best effort: it never throws); `heard` runs, on a thread of the subscription's
-  // own, when another process announced one or when the subscription (re)connects. A lost
-  // announcement only delays a waiter until its periodic recheck. SQLite: neither (its one
-  // scheduler serves every waiter itself).
+  // own, when another process announced one and when the subscription (re)connects (what was
+  // announced while nobody listened). PostgreSQL: NOTIFY / LISTEN. SQLite: a file beside the
+  // database touched and watched with inotify; a store that listens does not announce to
+  // itself (its one scheduler wakes its own waiters). The base: neither.
   virtual PoolUse pool_use() { return {}; }
   virtual void announce_queue_change() {}
   virtual std::unique_ptr<Subscription> listen_queue_changes(std::function<void()> heard) {

@@ -139,7 +139,7 @@ void ClaimWaiters::refresh_windows() {
 
 void ClaimWaiters::run() {
   using SteadyClock = std::chrono::steady_clock;
-  // Without a recheck the thread still wakes this often, for nothing but its deadlines' sake.
+  // Without a recheck: how long the thread sleeps when nobody waits and nothing is signalled.
   constexpr auto kIdle = std::chrono::hours(1);
   const bool rechecks = recheck_.count() > 0;
   auto next_recheck = SteadyClock::now() + (rechecks ? recheck_ : kIdle);
