@@ -25,7 +25,6 @@
 #include "aios/environment.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
-#include "aios/task.hpp"
 
 namespace aios {
 

@@ -8,6 +8,7 @@
 
 #include "aios/envelope.hpp"
 #include "aios/store.hpp"
+#include "aios/task.hpp"
 
 namespace aios::bridge {
 

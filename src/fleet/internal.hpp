@@ -19,6 +19,7 @@
 
 #include "aios/fleet.hpp"
 #include "aios/store.hpp"
+#include "aios/task.hpp"
 
 namespace aios::fleet {
 

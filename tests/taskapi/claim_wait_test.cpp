@@ -247,14 +247,18 @@ TEST_F(ClaimWaitTest, ARecheckFindsWhatNobodyAnnounced) {
   // Given a quarantined worker and a queued task, and the worker's quarantine lifted by a
   // store write that announces nothing (a writer outside the suite), a claim waiting 20 s
   // should claim the task at the next recheck (50 ms) when one is set.
-  store_.write([&](store::Transaction& tx) {
-    tx.configure_worker({.worker_id = "worker-wait",
-                         .max_slots = 1,
-                         .failure_domain = "",
-                         .labels_json = "{}",
-                         .quarantined = true,
-                         .updated_at = 0});
-  });
+  // The owner's quarantine of the worker, written past the plane: nothing announces it.
+  const auto quarantine_silently = [&](bool quarantined) {
+    store_.write([&](store::Transaction& tx) {
+      tx.configure_worker({.worker_id = "worker-wait",
+                           .max_slots = 1,
+                           .failure_domain = "",
+                           .labels_json = "{}",
+                           .quarantined = quarantined,
+                           .updated_at = 0});
+    });
+  };
+  quarantine_silently(true);
   create_task("wait-silent");
   TaskApiMetrics metrics;
   TaskApi rechecking(plane_, kOwnerToken, metrics, nullptr, std::chrono::milliseconds(50));
@@ -262,14 +266,7 @@ TEST_F(ClaimWaitTest, ARecheckFindsWhatNobodyAnnounced) {
       claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
   ASSERT_EQ(rechecked.wait_for(0ms), std::future_status::timeout) << "the worker is quarantined";
 
-  store_.write([&](store::Transaction& tx) {
-    tx.configure_worker({.worker_id = "worker-wait",
-                         .max_slots = 1,
-                         .failure_domain = "",
-                         .labels_json = "{}",
-                         .quarantined = false,
-                         .updated_at = 0});
-  });
+  quarantine_silently(false);
 
   ASSERT_EQ(rechecked.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(body_of(rechecked)["claim"]["task_id"], "wait-silent");
