@@ -98,8 +98,8 @@ class Bridge final : public fleet::ClaimResolver {
                       const nlohmann::json& persisted, const nlohmann::json& required,
                       const nlohmann::json* execution, const Agent* agent);
   // resolve_in's rules when no plan is registered for the task.
-  Resolved resolve_unplanned(const store::TaskRow& row, const nlohmann::json& persisted,
-                             const nlohmann::json& required, const nlohmann::json* execution);
+  Resolved resolve_unplanned(const nlohmann::json& persisted, const nlohmann::json& required,
+                             const nlohmann::json* execution);
   static void record_in(store::Transaction& tx, const store::Resolution& resolution,
                         const Resolved& resolved, const std::string& now_iso);
 

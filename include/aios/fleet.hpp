@@ -30,7 +30,6 @@ namespace aios {
 
 namespace fleet {
 class AgentCache;
-class TaskFactsCache;
 class TaskViewCache;
 struct WorkerState;
 }  // namespace fleet
@@ -291,7 +290,6 @@ class TaskPlane {
   store::Store& store_;
   Environment environment_;
   TaskPlaneOptions options_;
-  std::unique_ptr<fleet::TaskFactsCache> facts_;
   std::unique_ptr<fleet::TaskViewCache> views_;
   std::unique_ptr<fleet::AgentCache> agents_;
   std::function<void(const QueueChange&)> queue_changed_;

@@ -49,13 +49,14 @@ LeaseProof lease_proof_of(const nlohmann::json& body);
 void check_lease(store::Transaction& tx, const store::TaskRow& row, const std::string& agent_id,
                  const std::string& token, TimePoint now);
 
-// check_lease, then the attempt (ATTEMPT_STALE) and the digest against `current_digest`
-// (TASK_EXECUTION_DIGEST_MISMATCH): a stale attempt can neither submit nor commit.
+// check_lease, then the attempt (ATTEMPT_STALE) and the digest against the task's current
+// execution_digest column (TASK_EXECUTION_DIGEST_MISMATCH): a stale attempt can neither submit
+// nor commit. The column is kept equal to metadata_json's execution by every writer (schema 10).
 void check_attempt(store::Transaction& tx, const store::TaskRow& row, const std::string& agent_id,
-                   const LeaseProof& proof, TimePoint now, const std::string& current_digest);
+                   const LeaseProof& proof, TimePoint now);
 
 // A task fenced for a side effect by the attempt that proves `proof`, in the caller's
-// transaction: load, then check_attempt against the current execution's digest.
+// transaction: load and check_attempt, then the current execution, parsed once the fence holds.
 struct FencedTask {
   store::TaskRow row;
   nlohmann::json execution;

@@ -69,7 +69,7 @@ fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const sto
 }
 
 void Bridge::check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) {
-  resolve_unplanned(row, execution, required_of(row), replayed(execution));
+  resolve_unplanned(execution, required_of(row), replayed(execution));
 }
 
 void Bridge::record(store::Transaction& tx, const store::TaskRow& claimed,
@@ -97,17 +97,18 @@ fleet::ClaimResolver::Resolved Bridge::resolve_in(store::Transaction& tx, const 
     fail(ErrorCode::TASK_NOT_FOUND);
   }
   if (const auto plan = bridge::load_plan(tx, row.task_id)) {
-    return {project_execution_envelope(bridge::binding_of(row), plan->request, required),
+    return {project_execution_envelope(GovernedBinding::from_mapping(persisted), plan->request,
+                                       required),
             "registered_plan"};
   }
-  return resolve_unplanned(row, persisted, required, execution);
+  return resolve_unplanned(persisted, required, execution);
 }
 
-fleet::ClaimResolver::Resolved Bridge::resolve_unplanned(const store::TaskRow& row,
-                                                         const nlohmann::json& persisted,
+fleet::ClaimResolver::Resolved Bridge::resolve_unplanned(const nlohmann::json& persisted,
                                                          const nlohmann::json& required,
                                                          const nlohmann::json* execution) {
-  const auto binding = bridge::binding_of(row);
+  // The binding is the persisted envelope's own, read from what the caller parsed already.
+  const auto binding = GovernedBinding::from_mapping(persisted);
   Resolved resolved;
   if (execution != nullptr) {
     resolved = {validate_execution_envelope(*execution, {.binding = &binding}), "persisted_replay"};

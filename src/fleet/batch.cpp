@@ -108,7 +108,7 @@ TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
         checked[i] = fleet::result_submission_of(results[i].body, options_.max_result_bytes);
       },
       [&](store::Transaction& tx, std::size_t i) {
-        applied[i] = fleet::apply_result(tx, agent, results[i].task_id, *checked[i], *facts_, now);
+        applied[i] = fleet::apply_result(tx, agent, results[i].task_id, *checked[i], now);
       },
       [&](store::Transaction& tx) {
         out.claims.clear();

@@ -66,7 +66,7 @@ std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body)
     const auto failed_here = tx.tasks_failed_in_domain(worker.failure_domain);
     // The queue is read in fleet order only until `limit` tasks are found.
     tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
-      auto reasons = fleet::ineligibility_reasons(worker, row, facts_->get(row),
+      auto reasons = fleet::ineligibility_reasons(worker, row, fleet::facts_of(row),
                                                   /*quarantined_task=*/false, now, options_);
       // A full worker still sees what it could take next; the claim enforces the slot.
       std::erase(reasons, "no_free_slot");
@@ -141,7 +141,7 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     auto row = task::load(tx, task_id);
     if (row.status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
     if (row.revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
-    const auto facts = facts_->get(row);
+    const auto facts = fleet::facts_of(row);
     if (facts.execution_digest != digest_value) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
     if (row.attempt >= row.max_attempts) fail(ErrorCode::TASK_ATTEMPTS_EXHAUSTED);
     const auto reasons = fleet::ineligibility_reasons(
@@ -216,7 +216,7 @@ std::optional<nlohmann::json> TaskPlane::claim_one_in(store::Transaction& tx, co
     std::vector<store::TaskRow> deferred;
     tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
       if (tried.contains(row.task_id) || row.attempt >= row.max_attempts ||
-          !fleet::ineligibility_reasons(live, row, facts_->get(row), false, grant.now, options_)
+          !fleet::ineligibility_reasons(live, row, fleet::facts_of(row), false, grant.now, options_)
                .empty() ||
           tx.task_quarantined(row.task_id, worker_id, grant.now)) {
         return true;
@@ -255,7 +255,7 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
       resolved = resolver->resolve(tx, row, execution, agent);
       // Another digest than the task's (a plan registered since, awaiting the owner's
       // rebind) is one the worker would refuse: the task is left QUEUED for the rebind.
-      if (resolved->envelope.value("execution_digest", "") != facts_->get(row).execution_digest) {
+      if (resolved->envelope.value("execution_digest", "") != row.execution_digest) {
         throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
       }
     } catch (const Error& error) {
@@ -338,7 +338,7 @@ nlohmann::json TaskPlane::commit_claim(store::Transaction& tx, const fleet::Work
                                        store::TaskRow row, const Agent& agent,
                                        const ClaimGrant& grant) {
   const auto previous_revision = row.revision;
-  const std::string digest = facts_->get(row).execution_digest;
+  const std::string digest = row.execution_digest;
   row.status = "CLAIMED";
   row.attempt += 1;
   row.revision += 1;
@@ -399,7 +399,7 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
     for (const auto& worker_id : tx.workers_of_agent(agent.agent_id)) {
       const auto worker = fleet::load_worker(tx, worker_id, now);
       if (worker && fleet::ineligibility_reasons(
-                        *worker, row, facts_->get(row),
+                        *worker, row, fleet::facts_of(row),
                         tx.task_quarantined(task_id, worker->worker_id, now), now, options_)
                         .empty()) {
         hold = AgentHold{worker->worker_id, row.attempt};
@@ -419,8 +419,8 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
     task_status = row.status;
     for (const auto& worker : fleet::load_workers(tx, now)) {
       auto reasons = fleet::ineligibility_reasons(
-          worker, row, facts_->get(row), tx.task_quarantined(task_id, worker.worker_id, now), now,
-          options_);
+          worker, row, fleet::facts_of(row), tx.task_quarantined(task_id, worker.worker_id, now),
+          now, options_);
       if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
       workers.push_back(
           {{"worker_id", worker.worker_id},

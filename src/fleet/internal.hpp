@@ -32,24 +32,17 @@ struct WorkerState : store::WorkerRecord {
   std::set<std::string> tenants;  // empty: any tenant
 };
 
-// What the fleet decides on, read from the task's execution envelope in metadata_json: that is
-// authoritative because an execution rebind rewrites only metadata and the revision.
+// What the fleet decides a claim on, read from the task's narrow columns (adapter,
+// execution_digest, capability_scope_json), never by parsing its stored envelope: every writer
+// keeps them equal to metadata_json's execution, which stays authoritative (the rebind service
+// writes both; schema 10's trigger rewrites them when another writer, the seed's rebind,
+// rewrites the metadata alone).
 struct TaskFacts {
   std::string adapter;
   std::string execution_digest;
   std::set<std::string> required;  // normalized capability scope; empty when unusable
 };
-
-// Parsed facts per (task, revision), so a poll does not re-parse every queued envelope.
-// Thread-safe.
-class TaskFactsCache {
- public:
-  TaskFacts get(const store::TaskRow& row);
-
- private:
-  std::mutex mutex_;
-  std::map<std::pair<std::string, std::int64_t>, TaskFacts> facts_;
-};
+TaskFacts facts_of(const store::TaskRow& row);
 
 // The serialised view (canonical_json(view_of(row))) of tasks a poll recently offered, so a poll
 // does not re-parse and re-serialise the same queued rows on every call. An entry is served only
@@ -57,6 +50,10 @@ class TaskFactsCache {
 // the row, and the revision alone would not do (a heartbeat moves lease_expires_at without a
 // new revision, and the rebind service writes the same table from another process). At most
 // kMaxEntries tasks are kept. Thread-safe.
+// Why a cache at all: nothing is decided on it (eligibility reads the narrow columns, facts_of);
+// it holds the API's own projection of stored columns, serialised at the edge. Idle workers poll
+// the same queue head many times between two transitions, and building each view (parsing its
+// task and metadata columns, serialising it canonically) was most of a poll's cost before it.
 class TaskViewCache {
  public:
   static constexpr std::size_t kMaxEntries = 512;
@@ -159,8 +156,7 @@ struct ResultApplied {
   std::string freed_worker{};  // whose slot a new submission freed
 };
 ResultApplied apply_result(store::Transaction& tx, const Agent& agent, const std::string& task_id,
-                           const ResultSubmission& submission, TaskFactsCache& facts,
-                           TimePoint now);
+                           const ResultSubmission& submission, TimePoint now);
 
 struct Verification {
   std::int64_t expected_revision = 0;

@@ -117,8 +117,7 @@ fleet::ResultSubmission fleet::result_submission_of(const nlohmann::json& body,
 
 fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& agent,
                                          const std::string& task_id,
-                                         const ResultSubmission& submission, TaskFactsCache& facts,
-                                         TimePoint now) {
+                                         const ResultSubmission& submission, TimePoint now) {
   const auto& key = submission.idempotency_key;
   if (const auto replay = tx.load_result(task_id, key)) {
     // Only the agent that submitted may replay: another learns nothing of the task.
@@ -135,7 +134,7 @@ fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& ag
   const auto& proof = submission.proof;
   const std::string now_iso = format_iso8601(now);
   auto row = task::load(tx, task_id);
-  task::check_attempt(tx, row, agent.agent_id, proof, now, facts.get(row).execution_digest);
+  task::check_attempt(tx, row, agent.agent_id, proof, now);
   const std::string worker_id = row.claimed_by;
   const std::string claim_id = row.claim_id;
   row.status = "VERIFYING";
@@ -175,7 +174,7 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   const auto now = store_.now();
   fleet::ResultApplied applied;
   store_.write([&](store::Transaction& tx) {
-    applied = fleet::apply_result(tx, agent, task_id, submission, *facts_, now);
+    applied = fleet::apply_result(tx, agent, task_id, submission, now);
   });
   results_committed({applied.freed_worker});
   return {applied.status, std::move(applied.answer)};
@@ -192,7 +191,7 @@ TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(
   fleet::ResultApplied applied;
   out.claim_error = store_.write_then(
       [&](store::Transaction& tx) {
-        applied = fleet::apply_result(tx, agent, task_id, submission, *facts_, now);
+        applied = fleet::apply_result(tx, agent, task_id, submission, now);
       },
       [&](store::Transaction& tx) {
         out.claims = claim_next_in(tx, agent, worker_id, resolver, grants, /*liveness=*/true);

@@ -51,19 +51,11 @@ std::vector<WorkerState> load_workers(store::Transaction& tx, double now) {
   return workers;
 }
 
-TaskFacts TaskFactsCache::get(const store::TaskRow& row) {
-  const auto key = std::make_pair(row.task_id, row.revision);
-  {
-    std::lock_guard lock(mutex_);
-    if (const auto it = facts_.find(key); it != facts_.end()) return it->second;
-  }
-  TaskFacts facts;
-  const auto execution = task::execution_of(row);
-  facts.adapter = execution.value("adapter", "");
-  facts.execution_digest = execution.value("execution_digest", "");
+TaskFacts facts_of(const store::TaskRow& row) {
+  TaskFacts facts{.adapter = row.adapter, .execution_digest = row.execution_digest, .required = {}};
   try {
     facts.required = normalize_required_capabilities(
-        execution.value("capability_scope", nlohmann::json::array()));
+        task::parse_column(row.capability_scope_json, nlohmann::json::array()));
   } catch (const Error&) {
     facts.required.clear();
   }
@@ -74,9 +66,6 @@ TaskFacts TaskFactsCache::get(const store::TaskRow& row) {
       break;
     }
   }
-  std::lock_guard lock(mutex_);
-  if (facts_.size() > 200000) facts_.clear();  // a bound, not an eviction policy
-  facts_.emplace(key, facts);
   return facts;
 }
 

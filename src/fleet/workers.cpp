@@ -140,7 +140,6 @@ TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPl
     : store_(store),
       environment_(environment),
       options_(options),
-      facts_(std::make_unique<fleet::TaskFactsCache>()),
       views_(std::make_unique<fleet::TaskViewCache>()),
       agents_(std::make_unique<fleet::AgentCache>()) {}
 

@@ -69,10 +69,10 @@ void check_lease(store::Transaction& tx, const store::TaskRow& row, const std::s
 }
 
 void check_attempt(store::Transaction& tx, const store::TaskRow& row, const std::string& agent_id,
-                   const LeaseProof& proof, TimePoint now, const std::string& current_digest) {
+                   const LeaseProof& proof, TimePoint now) {
   check_lease(tx, row, agent_id, proof.token, now);
   if (proof.attempt != row.attempt) throw Error(ErrorCode::ATTEMPT_STALE);
-  if (proof.execution_digest != current_digest) {
+  if (proof.execution_digest != row.execution_digest) {
     throw Error(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
   }
 }
@@ -80,9 +80,8 @@ void check_attempt(store::Transaction& tx, const store::TaskRow& row, const std:
 FencedTask fence_attempt(store::Transaction& tx, const std::string& task_id,
                          const std::string& agent_id, const LeaseProof& proof, TimePoint now) {
   FencedTask fenced{load(tx, task_id), {}};
+  check_attempt(tx, fenced.row, agent_id, proof, now);
   fenced.execution = execution_of(fenced.row);
-  check_attempt(tx, fenced.row, agent_id, proof, now,
-                fenced.execution.value("execution_digest", ""));
   return fenced;
 }
 

@@ -1,7 +1,8 @@
 // The task plane after an owner execution rebind done the seed's way: the rebind daemon (the
 // seed's Python one, or any process that keeps its contract) rewrites only metadata_json (the
 // envelope and its projection) and the revision. metadata.execution is authoritative, so the
-// fleet's eligibility must follow the new envelope, not the one the task was created with.
+// fleet's eligibility must follow the new envelope, not the one the task was created with: the
+// fleet reads the narrow columns, which schema 10's trigger moves with the metadata.
 
 #include <SQLiteCpp/SQLiteCpp.h>
 

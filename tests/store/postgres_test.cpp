@@ -131,5 +131,52 @@ TEST_F(PostgresStore, PooledConnectionsTheServerClosedAreReplacedNotReported) {
   EXPECT_TRUE(loaded);
 }
 
+TEST_F(PostgresStore, AWriterOfTheMetadataAloneMovesTheExecutionColumns) {
+  // Given a task, and a writer that rewrites its metadata alone, we should find the narrow
+  // columns the fleet decides on equal to the new execution (the scope as canonical JSON); a
+  // metadata with no execution object leaves them; rows a pre-10 database left stale are
+  // brought in line on upgrade.
+  const auto url = database_->url();
+  {
+    const auto opened = store::open_store({.url = url}, clock_);
+    store::TaskRow row;
+    row.task_id = "task-columns";
+    row.status = "QUEUED";
+    row.scope_key = "global";
+    row.metadata_json = "{}";
+    row.adapter = "source_capture";
+    opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  }
+  store::pg::Connection db({{"dbname", url}});
+  const auto columns = [&] {
+    const auto rows =
+        db.run("SELECT execution_digest, action, adapter, capability_scope_json FROM tasks",
+               store::pg::Params());
+    std::vector<std::string> values;
+    for (int i = 0; i < 4; ++i) values.push_back(rows.text(0, i));
+    return values;
+  };
+  const std::string digest(64, 'c');
+  const std::vector<std::string> rebound{digest, "deterministic", "deterministic",
+                                         R"(["code.read","git.read"])"};
+  const std::string rebind =
+      R"(UPDATE tasks SET metadata_json='{"execution": {"execution_digest": ")" + digest +
+      R"(", "action": "deterministic", "adapter": "deterministic", )"
+      R"("capability_scope": ["code.read", "git.read"]}}', revision=revision+1)";
+
+  db.exec(rebind);
+  EXPECT_EQ(columns(), rebound);
+  db.exec(R"(UPDATE tasks SET metadata_json='{"execution":"x"}')");
+  EXPECT_EQ(columns(), rebound);
+
+  db.exec("DROP TRIGGER tasks_execution_columns ON tasks");
+  db.exec("DROP FUNCTION tasks_execution_columns(), tasks_capability_scope_json(jsonb)");
+  db.exec(rebind + ", adapter='stale'");
+  db.exec("DELETE FROM schema_migrations WHERE version=10");
+  const auto upgraded = store::open_store({.url = url}, clock_);
+  EXPECT_EQ(upgraded->schema_version(), store::kSchemaVersion);
+  EXPECT_EQ(columns(), rebound);
+}
+
 }  // namespace
 }  // namespace aios::store_test

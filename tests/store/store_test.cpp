@@ -35,6 +35,20 @@ class StoreTest : public ::testing::Test {
   ScopedTempDir dir_;
 };
 
+// The task plane over a test's database, as the scheduler runs it.
+struct PlaneOver {
+  explicit PlaneOver(Database& db) : store(db, clock), plane(store, system_environment()) {}
+  // A new task of the default spec under `task_id`; its create's status.
+  int create(const std::string& task_id) {
+    TaskSpec spec;
+    spec.task_id = task_id;
+    return plane.create_task(task_body(spec)).first;
+  }
+  ManualClock clock{start_time()};
+  store::SqliteStore store;
+  TaskPlane plane;
+};
+
 TEST_F(StoreTest, FileIsWalAndEveryConnectionIsSynchronousFull) {
   // Given a fresh database, we should find journal_mode=wal persisted in the file (seen by a
   // plain connection) and synchronous=FULL (2) and temp_store=MEMORY on the pooled connections.
@@ -321,13 +335,53 @@ TEST_F(StoreTest, SeedRebindCasStillAppliesAfterMigration) {
   });
 
   EXPECT_EQ(changed, 1);
-  ManualClock clock(start_time());
-  store::SqliteStore task_store(db, clock);
-  TaskPlane plane(task_store, system_environment());
-  TaskSpec spec;
-  spec.task_id = "after-migration";
-  EXPECT_EQ(plane.create_task(task_body(spec)).first, 201);
-  EXPECT_EQ(plane.task_view("after-migration", nullptr)["status"], "QUEUED");
+  PlaneOver over(db);
+  EXPECT_EQ(over.create("after-migration"), 201);
+  EXPECT_EQ(over.plane.task_view("after-migration", nullptr)["status"], "QUEUED");
+}
+
+TEST_F(StoreTest, AWriterOfTheMetadataAloneMovesTheExecutionColumns) {
+  // Given a task, and a writer that rewrites its metadata alone (the seed's rebind), we should
+  // find the narrow columns the fleet decides on equal to the new execution; a metadata with no
+  // execution object leaves them; rows a pre-10 file left stale are brought in line on upgrade.
+  Database db(DatabaseOptions{.path = path()});
+  PlaneOver over(db);
+  ASSERT_EQ(over.create("task-columns"), 201);
+  const auto columns = [&] {
+    Rows rows;
+    db.read([&](SQLite::Database& connection) {
+      SQLite::Statement query(connection,
+                              "SELECT execution_digest, action, adapter, capability_scope_json "
+                              "FROM tasks WHERE task_id='task-columns'");
+      while (query.executeStep()) {
+        rows.push_back({});
+        for (int i = 0; i < 4; ++i) rows.back().push_back(query.getColumn(i).getString());
+      }
+    });
+    return rows;
+  };
+  const auto write = [&](const std::string& sql) {
+    db.write([&](SQLite::Database& connection) { connection.exec(sql); });
+  };
+  const std::string digest(64, 'c');
+  const Rows rebound{{digest, "deterministic", "deterministic", R"(["code.read","git.read"])"}};
+  const std::string rebind =
+      "UPDATE tasks SET metadata_json='{\"execution\":{\"execution_digest\":\"" + digest +
+      "\",\"action\":\"deterministic\",\"adapter\":\"deterministic\","
+      "\"capability_scope\":[\"code.read\",\"git.read\"]}}', revision=revision+1";
+
+  write(rebind);
+  EXPECT_EQ(columns(), rebound);
+  write(R"(UPDATE tasks SET metadata_json='{"execution":"x"}')");
+  EXPECT_EQ(columns(), rebound);
+
+  // A file from before schema 10: no trigger, a metadata-only write left the columns stale.
+  write("DROP TRIGGER tasks_execution_columns");
+  write(rebind + ", adapter='stale'");
+  write("DELETE FROM schema_migrations WHERE version=10");
+  Database upgraded(DatabaseOptions{.path = path()});
+  EXPECT_EQ(upgraded.schema_version(), kLatestSchema);
+  EXPECT_EQ(columns(), rebound);
 }
 
 TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
@@ -335,18 +389,14 @@ TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
   // we should list both to the owner, the old row first.
   make_seed_db(path());
   Database db(DatabaseOptions{.path = path()});
-  ManualClock clock(start_time());
-  store::SqliteStore task_store(db, clock);
-  TaskPlane plane(task_store, system_environment());
-  TaskSpec spec;
-  spec.task_id = "after-migration";
-  ASSERT_EQ(plane.create_task(task_body(spec)).first, 201);
+  PlaneOver over(db);
+  ASSERT_EQ(over.create("after-migration"), 201);
 
   std::vector<std::string> listed;
-  const Json all = plane.list_tasks("", "", 10, 0);
+  const Json all = over.plane.list_tasks("", "", 10, 0);
   for (const auto& task : all["tasks"]) listed.push_back(task["task_id"]);
   std::vector<std::string> queued;
-  const Json queued_only = plane.list_tasks("QUEUED", "", 10, 0);
+  const Json queued_only = over.plane.list_tasks("QUEUED", "", 10, 0);
   for (const auto& task : queued_only["tasks"]) {
     queued.push_back(task["task_id"]);
   }

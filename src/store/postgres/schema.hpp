@@ -221,11 +221,51 @@ inline constexpr std::string_view kQuarantineByUntil9 = R"sql(
 CREATE INDEX fleet_task_quarantine_by_until ON fleet_task_quarantine(quarantined_until);
 )sql";
 
+// The fleet decides on a task's narrow columns (execution_digest, action, adapter,
+// capability_scope_json) instead of parsing its envelope: they are kept equal to metadata_json's
+// execution, which stays authoritative. Our writers set both; the trigger covers a writer that
+// rewrites the metadata alone (an operator's repair, a tool keeping the seed's contract), as on
+// SQLite. The rows written before are brought in line once. Only a metadata that changed and
+// holds an envelope (a digest) is read: every transition rewrites the same metadata.
+inline constexpr std::string_view kExecutionColumns10 = R"sql(
+CREATE FUNCTION tasks_capability_scope_json(scope jsonb) RETURNS text LANGUAGE sql IMMUTABLE
+AS $body$
+  SELECT CASE WHEN jsonb_typeof(scope) = 'array' THEN
+    (SELECT COALESCE('[' || string_agg(element::text, ',' ORDER BY position) || ']', '[]')
+       FROM jsonb_array_elements(scope) WITH ORDINALITY AS items(element, position)) END
+$body$;
+CREATE FUNCTION tasks_execution_columns() RETURNS trigger LANGUAGE plpgsql AS $body$
+DECLARE
+  execution jsonb := NEW.metadata_json::jsonb -> 'execution';
+BEGIN
+  IF jsonb_typeof(execution -> 'execution_digest') = 'string' THEN
+    NEW.execution_digest := execution ->> 'execution_digest';
+    NEW.action := execution ->> 'action';
+    NEW.adapter := execution ->> 'adapter';
+    NEW.capability_scope_json := tasks_capability_scope_json(execution -> 'capability_scope');
+  END IF;
+  RETURN NEW;
+END
+$body$;
+CREATE TRIGGER tasks_execution_columns BEFORE UPDATE OF metadata_json ON tasks FOR EACH ROW
+  WHEN (NEW.metadata_json IS DISTINCT FROM OLD.metadata_json)
+  EXECUTE FUNCTION tasks_execution_columns();
+UPDATE tasks SET
+  execution_digest = metadata_json::jsonb #>> '{execution,execution_digest}',
+  action = metadata_json::jsonb #>> '{execution,action}',
+  adapter = metadata_json::jsonb #>> '{execution,adapter}',
+  capability_scope_json =
+    tasks_capability_scope_json(metadata_json::jsonb #> '{execution,capability_scope}')
+WHERE metadata_json IS NOT NULL AND
+  jsonb_typeof(metadata_json::jsonb #> '{execution,execution_digest}') = 'string';
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 4> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 5> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                           {7, {kAgentCertificates7}},
                                                           {8, {kTasksBySeq8}},
-                                                          {9, {kQuarantineByUntil9}}}};
+                                                          {9, {kQuarantineByUntil9}},
+                                                          {10, {kExecutionColumns10}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

@@ -269,6 +269,36 @@ CREATE INDEX tasks_by_seq ON tasks(seq);
     {9, R"sql(
 CREATE INDEX fleet_task_quarantine_by_until ON fleet_task_quarantine(quarantined_until);
 )sql"},
+    // The fleet decides on a task's narrow columns (execution_digest, action, adapter,
+    // capability_scope_json) instead of parsing its envelope: they are kept equal to
+    // metadata_json's execution, which stays authoritative. Our writers set both; the trigger
+    // covers a writer that rewrites the metadata alone, as the seed's rebind service does on this
+    // database. The rows written before are brought in line once. Only a metadata that changed
+    // and holds an envelope (a digest) is read: every transition rewrites the same metadata.
+    {10, R"sql(
+UPDATE tasks SET
+  execution_digest=json_extract(metadata_json, '$.execution.execution_digest'),
+  action=json_extract(metadata_json, '$.execution.action'),
+  adapter=json_extract(metadata_json, '$.execution.adapter'),
+  capability_scope_json=json_extract(metadata_json, '$.execution.capability_scope')
+WHERE json_valid(metadata_json) AND
+  json_type(metadata_json, '$.execution.execution_digest')='text';
+CREATE TRIGGER tasks_execution_columns AFTER UPDATE OF metadata_json ON tasks
+WHEN NEW.metadata_json IS NOT OLD.metadata_json AND json_valid(NEW.metadata_json) AND
+  json_type(NEW.metadata_json, '$.execution.execution_digest')='text'
+BEGIN
+  UPDATE tasks SET
+    execution_digest=json_extract(NEW.metadata_json, '$.execution.execution_digest'),
+    action=json_extract(NEW.metadata_json, '$.execution.action'),
+    adapter=json_extract(NEW.metadata_json, '$.execution.adapter'),
+    capability_scope_json=json_extract(NEW.metadata_json, '$.execution.capability_scope')
+  WHERE task_id=NEW.task_id AND (
+    execution_digest IS NOT json_extract(NEW.metadata_json, '$.execution.execution_digest') OR
+    action IS NOT json_extract(NEW.metadata_json, '$.execution.action') OR
+    adapter IS NOT json_extract(NEW.metadata_json, '$.execution.adapter') OR
+    capability_scope_json IS NOT json_extract(NEW.metadata_json, '$.execution.capability_scope'));
+END;
+)sql"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);
