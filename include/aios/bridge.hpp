@@ -66,7 +66,7 @@ class Bridge final : public fleet::ClaimResolver {
   // own resolve would ask for the task (its required capabilities, its persisted envelope
   // unless deterministic), recorded for the attempt just claimed.
   Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
-                   const nlohmann::json& execution, const Agent& agent) override;
+                   const nlohmann::json& execution, const Agent* agent) override;
   void record(store::Transaction& tx, const store::TaskRow& claimed, const std::string& worker_id,
               const Resolved& resolved, const Agent& agent, const std::string& now_iso) override;
   void check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) override;

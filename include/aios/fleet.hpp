@@ -74,7 +74,9 @@ std::string worker_id_of(const nlohmann::json& body);
 // so the claim answers with the envelope the worker runs (the Bridge does: a registered plan
 // wins). resolve() reads only and throws aios::Error to pass the candidate over; `execution` is
 // the task's persisted execution (task::execution_of(row)), parsed once by the claim, which
-// also answers with it. record() writes its audit row for the attempt just claimed.
+// also answers with it; `agent`: the claimant, whose grant must cover the envelope (nullptr:
+// the owner asking why a task waits). record() writes its audit row for the attempt just
+// claimed.
 class ClaimResolver {
  public:
   struct Resolved {
@@ -83,7 +85,7 @@ class ClaimResolver {
   };
   virtual ~ClaimResolver() = default;
   virtual Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
-                           const nlohmann::json& execution, const Agent& agent) = 0;
+                           const nlohmann::json& execution, const Agent* agent) = 0;
   virtual void record(store::Transaction& tx, const store::TaskRow& claimed,
                       const std::string& worker_id, const Resolved& resolved, const Agent& agent,
                       const std::string& now_iso) = 0;
@@ -167,7 +169,7 @@ class TaskPlane {
     std::string task_id;  // empty: no task
     std::int64_t task_events_after = 0;
   };
-  nlohmann::json dashboard(const DashboardQuery& query);
+  nlohmann::json dashboard(const DashboardQuery& query, fleet::ClaimResolver* resolver = nullptr);
   // Owner: {older_than_seconds} (at least 3600): the events and stored result submissions of
   // terminal tasks last updated longer ago than that, deleted in batches; nothing of a live
   // task. PRUNE_AGE_INVALID. {pruned_tasks, before}.
@@ -267,8 +269,11 @@ class TaskPlane {
   // are spent), one transaction each; the number swept.
   std::size_t sweep_expired_leases();
 
-  // Owner: for each registered worker, whether it could take the task now and why not.
-  nlohmann::json eligibility(const std::string& task_id);
+  // Owner: for each registered worker, whether it could take the task now and why not. With a
+  // resolver, a queued task's "envelope" says whether it resolves as a claim would resolve it
+  // ({"resolves": true}, or false with the "code" a claim-next passes it over with, when every
+  // worker's reasons end with "envelope_unresolved").
+  nlohmann::json eligibility(const std::string& task_id, fleet::ClaimResolver* resolver = nullptr);
   // The worker of `agent` that holds the task's claim, or else the first of its workers that
   // could claim it now (the poll's eligibility); nothing when none does. TASK_NOT_FOUND.
   struct AgentHold {

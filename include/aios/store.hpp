@@ -350,6 +350,10 @@ class Transaction {
   virtual std::string integrity() = 0;
   // True when a BRIDGE_ENVELOPE_RESOLVED event with exactly this identity exists.
   virtual bool resolution_recorded(const Resolution& resolution) = 0;
+  // True when the task has an event of `event_type` whose payload is exactly `payload` (as
+  // append_event stores it, canonical): an event a transition writes once.
+  virtual bool event_recorded(const std::string& task_id, const std::string& event_type,
+                              const nlohmann::json& payload) = 0;
 
   // --- agents
   virtual bool agent_exists(const std::string& agent_id) = 0;

@@ -64,8 +64,8 @@ const nlohmann::json* Bridge::replayed(const nlohmann::json& execution) {
 
 fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const store::TaskRow& row,
                                                const nlohmann::json& execution,
-                                               const Agent& agent) {
-  return resolve_in(tx, row, execution, required_of(row), replayed(execution), &agent);
+                                               const Agent* agent) {
+  return resolve_in(tx, row, execution, required_of(row), replayed(execution), agent);
 }
 
 void Bridge::check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) {

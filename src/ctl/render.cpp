@@ -163,6 +163,12 @@ std::string eligibility_view(const Json& answer) {
   std::ostringstream out;
   out << cell(answer.value("task_id", Json())) << " is " << cell(answer.value("status", Json()))
       << "\n";
+  // A claim-next passes over a task whose envelope does not resolve, whatever its workers.
+  if (const auto envelope = answer.value("envelope", Json::object());
+      envelope.value("resolves", true) == false) {
+    out << "its envelope does not resolve now: " << cell(envelope.value("code", Json()))
+        << " (no worker can claim it until it does)\n";
+  }
   if (rows.empty()) {
     out << "no worker is registered: nothing can take it\n";
     return out.str();

@@ -43,6 +43,32 @@ fleet::WorkerState claimant(const fleet::WorkerState& worker, double now) {
 // to resolve, few enough that a queue of unresolvable tasks is not read again and again.
 constexpr std::size_t kClaimCandidates = 16;
 
+// The envelope a claim of `row` answers with, resolved for `agent` (nullptr: as the owner sees
+// it); throws the code a claim-next passes the task over with.
+fleet::ClaimResolver::Resolved resolve_for_claim(fleet::ClaimResolver& resolver,
+                                                 store::Transaction& tx, const store::TaskRow& row,
+                                                 const nlohmann::json& execution,
+                                                 const Agent* agent) {
+  auto resolved = resolver.resolve(tx, row, execution, agent);
+  // Another digest than the task's (a plan registered since, awaiting the owner's rebind) is
+  // one the worker would refuse: the task is left QUEUED for the rebind.
+  if (resolved.envelope.value("execution_digest", "") != row.execution_digest) {
+    throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
+  }
+  return resolved;
+}
+
+// A task passed over because its envelope does not resolve says so in its events, once per
+// revision and code, where the owner and the dashboard look.
+void record_unresolved(store::Transaction& tx, const store::TaskRow& row, const Error& error,
+                       const std::string& now_iso) {
+  const nlohmann::json payload = {{"code", error.code()},
+                                  {"revision", row.revision},
+                                  {"execution_digest", row.execution_digest}};
+  if (tx.event_recorded(row.task_id, "TASK_ENVELOPE_UNRESOLVED", payload)) return;
+  tx.append_event(row.task_id, "TASK_ENVELOPE_UNRESOLVED", "task-scheduler", payload, now_iso);
+}
+
 }  // namespace
 
 std::string fleet::worker_id_of(const nlohmann::json& body) {
@@ -252,13 +278,9 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
   if (resolver != nullptr) {
     execution = task::execution_of(row);
     try {
-      resolved = resolver->resolve(tx, row, execution, agent);
-      // Another digest than the task's (a plan registered since, awaiting the owner's
-      // rebind) is one the worker would refuse: the task is left QUEUED for the rebind.
-      if (resolved->envelope.value("execution_digest", "") != row.execution_digest) {
-        throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
-      }
+      resolved = resolve_for_claim(*resolver, tx, row, execution, &agent);
     } catch (const Error& error) {
+      record_unresolved(tx, row, error, grant.now_iso);
       note_unresolved(row, worker.worker_id, error);
       return std::nullopt;
     }
@@ -410,18 +432,30 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
   return hold;
 }
 
-nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
+nlohmann::json TaskPlane::eligibility(const std::string& task_id, fleet::ClaimResolver* resolver) {
   const double now = to_epoch_seconds(store_.now());
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json task_status;
+  std::optional<nlohmann::json> envelope;
   store_.read([&](store::Transaction& tx) {
     const auto row = task::load(tx, task_id);
     task_status = row.status;
+    if (resolver != nullptr && row.status == "QUEUED") {
+      try {
+        resolve_for_claim(*resolver, tx, row, task::execution_of(row), nullptr);
+        envelope = nlohmann::json{{"resolves", true}};
+      } catch (const Error& error) {
+        envelope = nlohmann::json{{"resolves", false}, {"code", error.code()}};
+      }
+    }
     for (const auto& worker : fleet::load_workers(tx, now)) {
       auto reasons = fleet::ineligibility_reasons(
           worker, row, fleet::facts_of(row), tx.task_quarantined(task_id, worker.worker_id, now),
           now, options_);
       if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
+      if (envelope && !envelope->at("resolves").get<bool>()) {
+        reasons.emplace_back("envelope_unresolved");
+      }
       workers.push_back(
           {{"worker_id", worker.worker_id},
            {"eligible", reasons.empty()},
@@ -430,7 +464,9 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
            {"retry_deferred", tx.tasks_failed_in_domain(worker.failure_domain).contains(task_id)}});
     }
   });
-  return {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};
+  nlohmann::json answer = {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};
+  if (envelope) answer["envelope"] = std::move(*envelope);
+  return answer;
 }
 
 }  // namespace aios

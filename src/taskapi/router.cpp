@@ -452,7 +452,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
         task_id, reader, static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
         query_int(request, "after", 0, 0, INT64_MAX)));
   }
-  if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id));
+  if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id, resolver_));
   if (method != "POST") fail(ErrorCode::NOT_FOUND);
   if (action == "claim") {
     auto response = plane_.claim(*agent, task_id, http::json_object_body(request));

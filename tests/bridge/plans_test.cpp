@@ -157,6 +157,47 @@ TEST_F(PlansTest, RegisteredPlanWinsOverTheReplayedEnvelope) {
   EXPECT_THAT(event_types("task-plan-7"), Contains("BRIDGE_ENVELOPE_RESOLVED"));
 }
 
+TEST_F(PlansTest, ATaskAwaitingItsRebindSaysSoInWhyAndOnceInItsEvents) {
+  // Given a queued source-capture task whose plan is registered after it (it resolves to the
+  // plan's digest until the owner rebinds it), we should keep it, pass it over in claim-next,
+  // say why in its eligibility (the code, each worker's envelope_unresolved) and record it once
+  // in its events, however often a claim-next meets it.
+  create_task(source_capture_task(binding("task-plan-w", "agent/plan-w")));
+  register_worker(agent(), "worker-reader", {"git.read"}, {"source_capture"}, 1);
+  const auto why = [&] {
+    return require(owner().get("/v1/tasks/task-plan-w/eligibility"), 200, "eligibility");
+  };
+  const auto unresolved = [&] {
+    std::vector<Json> payloads;
+    for (const auto& event : events("task-plan-w")) {
+      if (event.at("event_type") == "TASK_ENVELOPE_UNRESOLVED")
+        payloads.push_back(event["payload"]);
+    }
+    return payloads;
+  };
+  auto report = why();
+  EXPECT_EQ(report.at("envelope"), (Json{{"resolves", true}}));
+
+  require(bridge().post("/v2/plans", plan_for("task-plan-w", {write_file("docs/W.md", "w\n")})),
+          201, "plan");
+  report = why();
+  EXPECT_EQ(report.at("envelope"), (Json{{"resolves", false}, {"code", "TASK_ENVELOPE_DRIFT"}}));
+  for (const auto& worker : report.at("workers")) {
+    EXPECT_EQ(worker.at("eligible"), false) << worker.dump();
+    EXPECT_EQ(worker.at("reasons").back(), "envelope_unresolved") << worker.dump();
+  }
+  for (int i = 0; i < 2; ++i) {
+    const auto next = agent().post("/v1/tasks/claim-next", {{"worker_id", "worker-reader"}});
+    ASSERT_EQ(next.status, 200) << describe(next);
+    EXPECT_TRUE(next.body.at("claim").is_null()) << describe(next);
+  }
+  const auto recorded = unresolved();
+  ASSERT_EQ(recorded.size(), 1U);
+  EXPECT_EQ(recorded[0].at("code"), "TASK_ENVELOPE_DRIFT");
+  EXPECT_EQ(recorded[0].at("revision"), 1);
+  EXPECT_EQ(task("task-plan-w").at("status"), "QUEUED");
+}
+
 TEST_F(PlansTest, DeterministicTaskResolvesToItsOwnEnvelope) {
   // Given a task projected as deterministic, we should resolve its persisted envelope, and
   // refuse capabilities outside its scope and agents whose grant could never run it.

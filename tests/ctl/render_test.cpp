@@ -1,4 +1,6 @@
 // aiosctl's pure pieces: tables, durations and the exit code of each class of refusal.
+#include "ctl/render.hpp"
+
 #include <gtest/gtest.h>
 
 #include "aios/ctl.hpp"
@@ -39,6 +41,26 @@ TEST(CtlExitCode, FollowsTheApisErrorClasses) {
   EXPECT_EQ(exit_code_of(Error(ErrorCode::HTTP_UPSTREAM_TIMEOUT)), kUnavailable);
   EXPECT_EQ(exit_code_of(Error(ErrorCode::CONTROL_CREDENTIAL_UNAVAILABLE)), kNotAllowed);
   EXPECT_EQ(exit_code_of(Error(ErrorCode::INTERNAL_ERROR)), kFailed);
+}
+
+// Given a task whose envelope does not resolve, we should say so with its code above the
+// workers; a task that resolves, or an answer without the field, shows the workers alone.
+TEST(CtlWhy, SaysWhenTheEnvelopeDoesNotResolve) {
+  const nlohmann::json worker = {{"worker_id", "w1"},
+                                 {"eligible", false},
+                                 {"reasons", {"envelope_unresolved"}},
+                                 {"failure_domain", "default"}};
+  nlohmann::json answer = {{"task_id", "t1"},
+                           {"status", "QUEUED"},
+                           {"workers", {worker}},
+                           {"envelope", {{"resolves", false}, {"code", "TASK_ENVELOPE_DRIFT"}}}};
+  const std::string unresolved = "its envelope does not resolve now: TASK_ENVELOPE_DRIFT";
+  EXPECT_NE(eligibility_view(answer).find(unresolved), std::string::npos)
+      << eligibility_view(answer);
+  answer["envelope"] = {{"resolves", true}};
+  EXPECT_EQ(eligibility_view(answer).find("does not resolve"), std::string::npos);
+  answer.erase("envelope");
+  EXPECT_EQ(eligibility_view(answer).find("does not resolve"), std::string::npos);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ class TestResolver final : public fleet::ClaimResolver {
   bool refuse_new = false;            // check_resolvable() refuses every task
 
   Resolved resolve(store::Transaction&, const store::TaskRow& row, const Json&,
-                   const Agent&) override {
+                   const Agent*) override {
     asked.push_back(row.task_id);
     if (refused.contains(row.task_id)) throw Error(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
     const std::string digest =

@@ -357,4 +357,13 @@ bool PgTransaction::resolution_recorded(const Resolution& resolution) {
               .empty();
 }
 
+bool PgTransaction::event_recorded(const std::string& task_id, const std::string& event_type,
+                                   const nlohmann::json& payload) {
+  return !db_.run(
+                 "SELECT 1 FROM task_events WHERE task_id=$1 AND event_type=$2 AND "
+                 "payload_json=$3 LIMIT 1",
+                 pg::Params().text(task_id).text(event_type).text(canonical_json(payload)))
+              .empty();
+}
+
 }  // namespace aios::store

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 
+#include "aios/canonical.hpp"
 #include "store/queries.hpp"
 #include "store/sqlite/announce.hpp"
 #include "store/sqlite/database.hpp"
@@ -279,6 +280,16 @@ bool SqliteTransaction::resolution_recorded(const Resolution& resolution) {
     query->bind(4);
   }
   query->bind(5, resolution.execution_digest);
+  return query->executeStep();
+}
+
+bool SqliteTransaction::event_recorded(const std::string& task_id, const std::string& event_type,
+                                       const nlohmann::json& payload) {
+  Prepared query(db_,
+                 "SELECT 1 FROM task_events WHERE task_id=? AND event_type=? AND payload_json=?");
+  query->bind(1, task_id);
+  query->bind(2, event_type);
+  query->bind(3, canonical_json(payload));
   return query->executeStep();
 }
 

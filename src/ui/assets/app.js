@@ -18,6 +18,7 @@
     circuit_open: "circuit open",
     no_free_slot: "no free slot",
     task_not_queued: "task is not queued",
+    envelope_unresolved: "its envelope does not resolve now",
   };
   const EVENT_KINDS = [
     ["TASK_CREATED", "created"],
@@ -464,13 +465,16 @@
   }
 
   function drawEligibility(answer) {
+    // The code a claim-next passes the task over with (TASK_ENVELOPE_DRIFT, ...).
+    const unresolved = answer.envelope && !answer.envelope.resolves ? ` (${answer.envelope.code})` : "";
+    const reason = (r) => (REASONS[r] || r) + (r === "envelope_unresolved" ? unresolved : "");
     const rows = (answer.workers || []).map((worker) =>
       h(
         "tr",
         { "data-worker": worker.worker_id },
         h("th", { scope: "row" }, worker.worker_id),
         h("td", {}, h("span", { class: `badge ${worker.eligible ? "s-online" : "s-offline"}` }, worker.eligible ? "yes" : "no")),
-        h("td", {}, worker.reasons.length ? worker.reasons.map((r) => REASONS[r] || r).join("; ") : "could claim it now"),
+        h("td", {}, worker.reasons.length ? worker.reasons.map(reason).join("; ") : "could claim it now"),
         h("td", {}, worker.failure_domain || "(none)"),
         h("td", {}, worker.retry_deferred ? "yes: failed in this domain" : "no"),
       ),
