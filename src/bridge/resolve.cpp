@@ -69,7 +69,9 @@ fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const sto
 }
 
 void Bridge::check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) {
-  resolve_unplanned(execution, required_of(row), replayed(execution));
+  // `execution` is the projection this process validated a moment ago, not a stored row: what
+  // a claim's resolution adds to validation is checked, not the validation again.
+  resolve_unplanned(execution, required_of(row), replayed(execution), /*validated=*/true);
 }
 
 void Bridge::record(store::Transaction& tx, const store::TaskRow& claimed,
@@ -101,18 +103,24 @@ fleet::ClaimResolver::Resolved Bridge::resolve_in(store::Transaction& tx, const 
                                        required),
             "registered_plan"};
   }
-  return resolve_unplanned(persisted, required, execution);
+  return resolve_unplanned(persisted, required, execution, /*validated=*/false);
 }
 
 fleet::ClaimResolver::Resolved Bridge::resolve_unplanned(const nlohmann::json& persisted,
                                                          const nlohmann::json& required,
-                                                         const nlohmann::json* execution) {
-  // The binding is the persisted envelope's own, read from what the caller parsed already.
-  const auto binding = GovernedBinding::from_mapping(persisted);
+                                                         const nlohmann::json* execution,
+                                                         bool validated) {
+  // A stored envelope is validated again when it is replayed: whoever can write the database
+  // is not trusted to have written a valid one. The binding is the persisted envelope's own.
+  const auto checked = [&](const nlohmann::json& envelope) {
+    if (validated) return envelope;
+    const auto binding = GovernedBinding::from_mapping(persisted);
+    return validate_execution_envelope(envelope, {.binding = &binding});
+  };
   Resolved resolved;
   if (execution != nullptr) {
-    resolved = {validate_execution_envelope(*execution, {.binding = &binding}), "persisted_replay"};
-    if (canonical_json(resolved.envelope) != canonical_json(persisted)) {
+    resolved = {checked(*execution), "persisted_replay"};
+    if (!validated && canonical_json(resolved.envelope) != canonical_json(persisted)) {
       fail(ErrorCode::EXECUTION_REPLAY_MISMATCH);
     }
     if (resolved.envelope["action"] == "deterministic") {
@@ -125,7 +133,7 @@ fleet::ClaimResolver::Resolved Bridge::resolve_unplanned(const nlohmann::json& p
     }
     check_scope_holds(resolved.envelope, required);
   } else if (persisted.value("action", "") == "deterministic") {
-    resolved = {validate_execution_envelope(persisted, {.binding = &binding}), "task_plan"};
+    resolved = {checked(persisted), "task_plan"};
     bridge::check_verification_allowed(resolved.envelope, options_.verification_executables);
     check_scope_holds(resolved.envelope, required);
   } else {
