@@ -97,10 +97,9 @@ class Bridge final : public fleet::ClaimResolver {
   Resolved resolve_in(store::Transaction& tx, const store::TaskRow& row,
                       const nlohmann::json& persisted, const nlohmann::json& required,
                       const nlohmann::json* execution, const Agent* agent);
-  // resolve_in's rules when no plan is registered for the task; `validated`: the envelopes are
-  // this process's own projection, validated already (create), not read from the store.
+  // resolve_in's rules when no plan is registered for the task.
   Resolved resolve_unplanned(const nlohmann::json& persisted, const nlohmann::json& required,
-                             const nlohmann::json* execution, bool validated);
+                             const nlohmann::json* execution);
   static void record_in(store::Transaction& tx, const store::Resolution& resolution,
                         const Resolved& resolved, const std::string& now_iso);
 

@@ -18,6 +18,18 @@ void check_scope_holds(const nlohmann::json& envelope, const nlohmann::json& req
   }
 }
 
+// What resolution asks of a valid envelope beyond its validation: a plan's verification
+// commands, and an engineering envelope's (the allowlist the worker reruns the backend's
+// requests against), on the executable allowlist; a scope that holds the required capabilities.
+void check_admissible(const nlohmann::json& envelope, const nlohmann::json& required,
+                      const std::set<std::string>& verification_executables) {
+  const auto action = envelope.value("action", "");
+  if (action == "deterministic" || action == "engineering") {
+    bridge::check_verification_allowed(envelope, verification_executables);
+  }
+  check_scope_holds(envelope, required);
+}
+
 }  // namespace
 
 nlohmann::json Bridge::resolve_envelope(const nlohmann::json& body, const Agent* agent) {
@@ -70,8 +82,9 @@ fleet::ClaimResolver::Resolved Bridge::resolve(store::Transaction& tx, const sto
 
 void Bridge::check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) {
   // `execution` is the projection this process validated a moment ago, not a stored row: what
-  // a claim's resolution adds to validation is checked, not the validation again.
-  resolve_unplanned(execution, required_of(row), replayed(execution), /*validated=*/true);
+  // resolution adds to validation is checked, not the validation again. (Every projected
+  // envelope resolves without a plan: replayed, or a deterministic task's own plan.)
+  check_admissible(execution, required_of(row), options_.verification_executables);
 }
 
 void Bridge::record(store::Transaction& tx, const store::TaskRow& claimed,
@@ -103,42 +116,30 @@ fleet::ClaimResolver::Resolved Bridge::resolve_in(store::Transaction& tx, const 
                                        required),
             "registered_plan"};
   }
-  return resolve_unplanned(persisted, required, execution, /*validated=*/false);
+  return resolve_unplanned(persisted, required, execution);
 }
 
 fleet::ClaimResolver::Resolved Bridge::resolve_unplanned(const nlohmann::json& persisted,
                                                          const nlohmann::json& required,
-                                                         const nlohmann::json* execution,
-                                                         bool validated) {
+                                                         const nlohmann::json* execution) {
   // A stored envelope is validated again when it is replayed: whoever can write the database
   // is not trusted to have written a valid one. The binding is the persisted envelope's own.
-  const auto checked = [&](const nlohmann::json& envelope) {
-    if (validated) return envelope;
-    const auto binding = GovernedBinding::from_mapping(persisted);
-    return validate_execution_envelope(envelope, {.binding = &binding});
-  };
+  const auto binding = GovernedBinding::from_mapping(persisted);
   Resolved resolved;
   if (execution != nullptr) {
-    resolved = {checked(*execution), "persisted_replay"};
-    if (!validated && canonical_json(resolved.envelope) != canonical_json(persisted)) {
+    resolved = {validate_execution_envelope(*execution, {.binding = &binding}), "persisted_replay"};
+    if (canonical_json(resolved.envelope) != canonical_json(persisted)) {
       fail(ErrorCode::EXECUTION_REPLAY_MISMATCH);
     }
     if (resolved.envelope["action"] == "deterministic") {
       fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
     }
-    // An engineering envelope's verification list is the allowlist the worker reruns the
-    // backend's requests against, so it passes the same executable allowlist as a plan's.
-    if (resolved.envelope["action"] == "engineering") {
-      bridge::check_verification_allowed(resolved.envelope, options_.verification_executables);
-    }
-    check_scope_holds(resolved.envelope, required);
   } else if (persisted.value("action", "") == "deterministic") {
-    resolved = {checked(persisted), "task_plan"};
-    bridge::check_verification_allowed(resolved.envelope, options_.verification_executables);
-    check_scope_holds(resolved.envelope, required);
+    resolved = {validate_execution_envelope(persisted, {.binding = &binding}), "task_plan"};
   } else {
     fail(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
   }
+  check_admissible(resolved.envelope, required, options_.verification_executables);
   return resolved;
 }
 

@@ -418,11 +418,12 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
       return;
     }
     if (row.status != "QUEUED") return;
+    const auto facts = fleet::facts_of(row);
     for (const auto& worker_id : tx.workers_of_agent(agent.agent_id)) {
       const auto worker = fleet::load_worker(tx, worker_id, now);
       if (worker && fleet::ineligibility_reasons(
-                        *worker, row, fleet::facts_of(row),
-                        tx.task_quarantined(task_id, worker->worker_id, now), now, options_)
+                        *worker, row, facts, tx.task_quarantined(task_id, worker->worker_id, now),
+                        now, options_)
                         .empty()) {
         hold = AgentHold{worker->worker_id, row.attempt};
         return;
@@ -448,14 +449,13 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id, fleet::ClaimRe
         envelope = nlohmann::json{{"resolves", false}, {"code", error.code()}};
       }
     }
+    const auto facts = fleet::facts_of(row);
+    const bool unresolved = envelope && envelope->contains("code");
     for (const auto& worker : fleet::load_workers(tx, now)) {
       auto reasons = fleet::ineligibility_reasons(
-          worker, row, fleet::facts_of(row), tx.task_quarantined(task_id, worker.worker_id, now),
-          now, options_);
+          worker, row, facts, tx.task_quarantined(task_id, worker.worker_id, now), now, options_);
       if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
-      if (envelope && !envelope->at("resolves").get<bool>()) {
-        reasons.emplace_back("envelope_unresolved");
-      }
+      if (unresolved) reasons.emplace_back("envelope_unresolved");
       workers.push_back(
           {{"worker_id", worker.worker_id},
            {"eligible", reasons.empty()},
