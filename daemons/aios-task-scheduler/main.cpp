@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   int sweep_ms = static_cast<int>(options.sweep_interval.count());
   int leader_check_ms = static_cast<int>(options.leader_check.count());
   int claim_recheck_ms = static_cast<int>(options.claim_recheck.count());
-  std::vector<std::string> verification_executables(options.bridge.verification_executables.begin(),
-                                                    options.bridge.verification_executables.end());
+  std::vector<std::string> verification_executables(options.verification_executables.begin(),
+                                                    options.verification_executables.end());
   app.add_option(
          "--db", db_path,
          "Task database: a path or sqlite:///path (SQLite), or a postgresql:// URL without a "
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
 
   options.db = db_path;
   options.bridge.authority_git_dir = authority;
-  options.bridge.verification_executables = {verification_executables.begin(),
-                                             verification_executables.end()};
+  options.verification_executables = {verification_executables.begin(),
+                                      verification_executables.end()};
   options.lease = std::chrono::seconds(lease_seconds);
   options.sweep_interval = std::chrono::milliseconds(sweep_ms);
   options.leader_check = std::chrono::milliseconds(leader_check_ms);

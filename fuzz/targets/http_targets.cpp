@@ -35,9 +35,9 @@ struct Endpoints {
   Endpoints()
       : db({.path = scratch_dir() / "endpoints.sqlite3", .connections = 2}),
         task_store(db, clock),
-        plane(task_store, system_environment()),
+        plane(task_store, system_environment(), {}, &resolver),
         api(plane, kControlToken, metrics),
-        bridge(task_store, plane, system_environment(), kControlToken,
+        bridge(task_store, plane, resolver, system_environment(), kControlToken,
                BridgeOptions{.authority_git_dir = scratch_dir() / "authority.git"}),
         rebind_store(
             task_store,
@@ -79,6 +79,7 @@ struct Endpoints {
   SystemClock clock;
   Database db;
   store::SqliteStore task_store;
+  resolution::Resolver resolver{{"/usr/bin/true"}};  // the claims' and the Bridge's, as deployed
   TaskPlane plane;
   TaskApiMetrics metrics;
   TaskApi api;

@@ -12,13 +12,13 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <utility>
 
 #include "aios/environment.hpp"
 #include "aios/fleet.hpp"
 #include "aios/http.hpp"
+#include "aios/resolution.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
 
@@ -26,21 +26,19 @@ namespace aios {
 
 struct BridgeOptions {
   std::filesystem::path authority_git_dir{"/data/aios-gitops/repo.git"};
-  // Absolute executables a plan's verification commands may start.
-  std::set<std::string> verification_executables{
-      "/usr/bin/python3", "/usr/bin/pytest", "/usr/bin/make", "/usr/bin/cmake",
-      "/usr/bin/ctest",   "/usr/bin/node",   "/usr/bin/npm",  "/usr/bin/true"};
   std::string committer_name = "AIOS Governed Bridge";
   std::string committer_email = "governed-bridge@aios.invalid";
 };
 
-class Bridge final : public fleet::ClaimResolver {
+class Bridge final {
  public:
   // `control_token` is the owner's bearer token; agents authenticate through `plane`.
+  // `resolver` (which must outlive it) resolves envelopes and holds the verification allowlist
+  // plans are checked against; the task plane's claims use the same one.
   // Times (commit dates, leases) come from the store's clock; writer lease ids from the
   // environment's randomness, fault points from its plan.
-  Bridge(store::Store& store, TaskPlane& plane, const Environment& environment,
-         http::OwnerToken owner, BridgeOptions options);
+  Bridge(store::Store& store, TaskPlane& plane, const resolution::Resolver& resolver,
+         const Environment& environment, http::OwnerToken owner, BridgeOptions options);
 
   // The request handler for http::Server.
   http::Response handle(const http::Request& request);
@@ -62,15 +60,6 @@ class Bridge final : public fleet::ClaimResolver {
   // is written once per task, attempt, worker and execution digest.
   nlohmann::json resolve_envelope(const nlohmann::json& body, const Agent* agent);
 
-  // The same resolution for TaskPlane::claim_next, inside its transaction: what the worker's
-  // own resolve would ask for the task (its required capabilities, its persisted envelope
-  // unless deterministic), recorded for the attempt just claimed.
-  Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
-                   const nlohmann::json& execution, const Agent* agent) override;
-  void record(store::Transaction& tx, const store::TaskRow& claimed, const std::string& worker_id,
-              const Resolved& resolved, const Agent& agent, const std::string& now_iso) override;
-  void check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) override;
-
   // Agent holding the task lease: {task_id, lease_token, attempt, execution_digest} -> the
   // writer lease of the envelope's target branch. {201 new | 200 this attempt's lease again}.
   std::pair<int, nlohmann::json> acquire_writer_lease(const Agent& agent,
@@ -90,21 +79,10 @@ class Bridge final : public fleet::ClaimResolver {
 
  private:
   http::Response route(const http::Request& request);
-  static nlohmann::json required_of(const nlohmann::json& capabilities);
-  static nlohmann::json required_of(const store::TaskRow& row);
-  static const nlohmann::json* replayed(const nlohmann::json& execution);
-  // `persisted`: the task's execution as stored; `execution`: the envelope to replay, if any.
-  Resolved resolve_in(store::Transaction& tx, const store::TaskRow& row,
-                      const nlohmann::json& persisted, const nlohmann::json& required,
-                      const nlohmann::json* execution, const Agent* agent);
-  // resolve_in's rules when no plan is registered for the task.
-  Resolved resolve_unplanned(const nlohmann::json& persisted, const nlohmann::json& required,
-                             const nlohmann::json* execution);
-  static void record_in(store::Transaction& tx, const store::Resolution& resolution,
-                        const Resolved& resolved, const std::string& now_iso);
 
   store::Store& store_;
   TaskPlane& plane_;
+  const resolution::Resolver& resolver_;
   Environment environment_;
   http::OwnerToken owner_;
   BridgeOptions options_;

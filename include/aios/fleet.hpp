@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "aios/environment.hpp"
+#include "aios/resolution.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
 
@@ -70,38 +71,18 @@ inline constexpr std::string_view kRefusedReleaseClass = "envelope_refused";
 // The body's worker_id, or WORKER_ID_INVALID when it is missing, empty or not a string.
 std::string worker_id_of(const nlohmann::json& body);
 
-// Resolves the execution envelope of a task claim_next offers, inside the claim's transaction,
-// so the claim answers with the envelope the worker runs (the Bridge does: a registered plan
-// wins). resolve() reads only and throws aios::Error to pass the candidate over; `execution` is
-// the task's persisted execution (task::execution_of(row)), parsed once by the claim, which
-// also answers with it; `agent`: the claimant, whose grant must cover the envelope (nullptr:
-// the owner asking why a task waits). record() writes its audit row for the attempt just
-// claimed.
-class ClaimResolver {
- public:
-  struct Resolved {
-    nlohmann::json envelope;
-    std::string source;
-  };
-  virtual ~ClaimResolver() = default;
-  virtual Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
-                           const nlohmann::json& execution, const Agent* agent) = 0;
-  virtual void record(store::Transaction& tx, const store::TaskRow& claimed,
-                      const std::string& worker_id, const Resolved& resolved, const Agent& agent,
-                      const std::string& now_iso) = 0;
-  // At create, before anything is stored: resolves the new task's envelope as a claim would
-  // with no plan registered, and throws aios::Error with the resolution's own code when it
-  // never could under this configuration (a verification executable off the allowlist).
-  virtual void check_resolvable(const store::TaskRow& row, const nlohmann::json& execution) = 0;
-};
-
 }  // namespace fleet
 
 class TaskPlane {
  public:
   // Lease time and every recorded time come from the store's clock; tokens, lease tokens and
-  // claim ids from the environment's randomness, fault points from its plan.
-  TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options = {});
+  // claim ids from the environment's randomness, fault points from its plan. With `resolver`
+  // (the scheduler's; it must outlive the plane), a claim answers with the envelope it
+  // resolves and passes over a task whose envelope does not resolve, a create refuses a task
+  // that never could, and eligibility says whether a queued task resolves; without one (the
+  // plane alone, in tests), a claim carries no envelope.
+  TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options = {},
+            const resolution::Resolver* resolver = nullptr);
   ~TaskPlane();
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
@@ -143,8 +124,7 @@ class TaskPlane {
   // Owner: project and store a task. {status: 201 new | 200 identical replay, task view}.
   // With a resolver, a new task whose envelope could never resolve is refused with the
   // resolution's code and nothing is written (an identical replay still answers 200).
-  std::pair<int, nlohmann::json> create_task(const nlohmann::json& body,
-                                             fleet::ClaimResolver* resolver = nullptr);
+  std::pair<int, nlohmann::json> create_task(const nlohmann::json& body);
   // Owner (reader == nullptr) or the agent whose worker holds the claim.
   nlohmann::json task_view(const std::string& task_id, const Agent* reader);
   // Owner: tasks of `status` and `tenant` (either empty: any) in queue order after seq `after`.
@@ -169,7 +149,7 @@ class TaskPlane {
     std::string task_id;  // empty: no task
     std::int64_t task_events_after = 0;
   };
-  nlohmann::json dashboard(const DashboardQuery& query, fleet::ClaimResolver* resolver = nullptr);
+  nlohmann::json dashboard(const DashboardQuery& query);
   // Owner: {older_than_seconds} (at least 3600): the events and stored result submissions of
   // terminal tasks last updated longer ago than that, deleted in batches; nothing of a live
   // task. PRUNE_AGE_INVALID. {pruned_tasks, before}.
@@ -192,14 +172,11 @@ class TaskPlane {
   // including when the worker is full, quarantined or its circuit is open. `liveness`: the call
   // is the worker's own (a long poll's retries on its behalf are not a sign of life).
   std::optional<nlohmann::json> claim_next(const Agent& agent, const std::string& worker_id,
-                                           fleet::ClaimResolver* resolver = nullptr,
                                            bool liveness = true);
   // claim_next up to `max_tasks` times in one transaction (1..64; the caller checks the
   // range), each claim seeing the slots and tasks the ones before took; empty when none.
   std::vector<nlohmann::json> claim_next_many(const Agent& agent, const std::string& worker_id,
-                                              std::size_t max_tasks,
-                                              fleet::ClaimResolver* resolver = nullptr,
-                                              bool liveness = true);
+                                              std::size_t max_tasks, bool liveness = true);
   // What a committed transition may have made claimable: `claims` more claims for any worker
   // (1 for a task created, released or sent back by its verification, the count of tasks swept
   // back to the queue, kAnyClaim when an agent's token was revoked or rotated), or, with
@@ -231,7 +208,7 @@ class TaskPlane {
   };
   ResultThenClaim submit_result_then_claim(const Agent& agent, const std::string& task_id,
                                            const nlohmann::json& body, const std::string& worker_id,
-                                           std::size_t max_tasks, fleet::ClaimResolver* resolver);
+                                           std::size_t max_tasks);
 
   // Batches, for owners fanning out work and workers with many slots: every item is checked
   // as its single call checks it, then applied under a savepoint of its own, all in one
@@ -243,8 +220,7 @@ class TaskPlane {
   };
   // Owner: create_task for each body (a task id a second time in one batch:
   // TASK_ALREADY_EXISTS). {"tasks": [...]}.
-  nlohmann::json create_tasks(const std::vector<nlohmann::json>& tasks,
-                              fleet::ClaimResolver* resolver = nullptr);
+  nlohmann::json create_tasks(const std::vector<nlohmann::json>& tasks);
   // Agent: submit_result for each, then, with a `worker_id`, claim_next_many for it in the
   // same transaction (its error kept apart, as submit_result_then_claim keeps it).
   struct ResultsThenClaims {
@@ -254,8 +230,7 @@ class TaskPlane {
     std::exception_ptr claim_error;
   };
   ResultsThenClaims submit_results(const Agent& agent, const std::vector<BatchItem>& results,
-                                   const std::string& worker_id, std::size_t max_tasks,
-                                   fleet::ClaimResolver* resolver);
+                                   const std::string& worker_id, std::size_t max_tasks);
   // Owner: verify for each. {"verifications": [...]}.
   nlohmann::json verify_many(const std::vector<BatchItem>& verifications);
   nlohmann::json release(const Agent& agent, const std::string& task_id,
@@ -273,7 +248,7 @@ class TaskPlane {
   // resolver, a queued task's "envelope" says whether it resolves as a claim would resolve it
   // ({"resolves": true}, or false with the "code" a claim-next passes it over with, when every
   // worker's reasons end with "envelope_unresolved").
-  nlohmann::json eligibility(const std::string& task_id, fleet::ClaimResolver* resolver = nullptr);
+  nlohmann::json eligibility(const std::string& task_id);
   // The worker of `agent` that holds the task's claim, or else the first of its workers that
   // could claim it now (the poll's eligibility); nothing when none does. TASK_NOT_FOUND.
   struct AgentHold {
@@ -295,6 +270,7 @@ class TaskPlane {
   store::Store& store_;
   Environment environment_;
   TaskPlaneOptions options_;
+  const resolution::Resolver* resolver_;
   std::unique_ptr<fleet::TaskViewCache> views_;
   std::unique_ptr<fleet::AgentCache> agents_;
   std::function<void(const QueueChange&)> queue_changed_;
@@ -333,13 +309,11 @@ class TaskPlane {
   // claim_next_many's work in the caller's transaction: one claim per grant until none is
   // left to claim.
   std::vector<nlohmann::json> claim_next_in(store::Transaction& tx, const Agent& agent,
-                                            const std::string& worker_id,
-                                            fleet::ClaimResolver* resolver, ClaimGrants& grants,
+                                            const std::string& worker_id, ClaimGrants& grants,
                                             bool liveness);
   std::optional<nlohmann::json> claim_one_in(store::Transaction& tx, const Agent& agent,
-                                             const std::string& worker_id,
-                                             fleet::ClaimResolver* resolver,
-                                             const ClaimGrant& grant, bool liveness);
+                                             const std::string& worker_id, const ClaimGrant& grant,
+                                             bool liveness);
   // After a commit: the fault point of claims, and the wake-ups of the workers whose slots
   // results freed.
   void claims_committed(const std::vector<nlohmann::json>& claims);
@@ -348,7 +322,7 @@ class TaskPlane {
   // when its envelope does not resolve to the task's digest.
   std::optional<nlohmann::json> try_claim(store::Transaction& tx, const fleet::WorkerState& worker,
                                           const store::TaskRow& row, const Agent& agent,
-                                          fleet::ClaimResolver* resolver, const ClaimGrant& grant);
+                                          const ClaimGrant& grant);
   // The claim CAS of an eligible QUEUED `row` for `worker`, its reservation and TASK_CLAIMED
   // event, in the caller's transaction; the claim's answer.
   nlohmann::json commit_claim(store::Transaction& tx, const fleet::WorkerState& worker,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "aios/bridge.hpp"
@@ -23,6 +24,11 @@ struct SchedulerOptions {
   std::string bridge_host = "127.0.0.1";
   std::uint16_t bridge_port = 18892;  // 0: any free port
   BridgeOptions bridge;
+  // Absolute executables verification commands may start: a task or plan whose verification
+  // starts another is refused, and a stored one is not resolved.
+  std::set<std::string> verification_executables{
+      "/usr/bin/python3", "/usr/bin/pytest", "/usr/bin/make", "/usr/bin/cmake",
+      "/usr/bin/ctest",   "/usr/bin/node",   "/usr/bin/npm",  "/usr/bin/true"};
   std::chrono::seconds lease{120};
   std::chrono::milliseconds sweep_interval{1000};
   // How often a replica checks that it holds the lead of governed commits, or tries to take it

@@ -98,7 +98,7 @@ class ClaimWaiters {
   // `woken_for_nothing` is called for each try a wake-up made that claimed nothing. `recheck`
   // above zero: every waiter also tries that often, a safety net for writers that announce
   // nothing (none of the suite's own).
-  ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver, std::chrono::milliseconds recheck,
+  ClaimWaiters(TaskPlane& plane, std::chrono::milliseconds recheck,
                std::function<void()> woken_for_nothing = {});
   ~ClaimWaiters();  // stop()
   ClaimWaiters(const ClaimWaiters&) = delete;
@@ -147,7 +147,6 @@ class ClaimWaiters {
       std::chrono::steady_clock::time_point next_recheck) const;
 
   TaskPlane& plane_;
-  fleet::ClaimResolver* resolver_;
   std::chrono::milliseconds recheck_;
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -178,12 +177,10 @@ class TaskApi {
   // For ServerOptions::max_body_bytes_for: the batch endpoints' limit, 0 for every other target.
   static std::size_t body_limit_for(std::string_view target);
 
-  // `owner` is the owner's bearer token (at least 32 characters) and where it counts. With a
-  // resolver (the Bridge), a claim-next answers with the envelope it resolves, as the Bridge's
-  // own route would; without one the claim carries none. `claim_recheck`: ClaimWaiters'
-  // recheck.
+  // `owner` is the owner's bearer token (at least 32 characters) and where it counts. A
+  // claim-next answers with the envelope it resolves when the plane has a resolver (the
+  // scheduler's does). `claim_recheck`: ClaimWaiters' recheck.
   TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metrics,
-          fleet::ClaimResolver* resolver = nullptr,
           std::chrono::milliseconds claim_recheck = std::chrono::milliseconds(0));
   ~TaskApi();
   TaskApi(const TaskApi&) = delete;
@@ -215,7 +212,6 @@ class TaskApi {
   TaskPlane& plane_;
   http::OwnerToken owner_;
   TaskApiMetrics& metrics_;
-  fleet::ClaimResolver* resolver_;
   ClaimWaiters waiters_;
 };
 

@@ -2,8 +2,6 @@
 // Shared pieces of the Bridge's implementation. Call only inside a store transaction.
 
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <set>
 #include <string>
 
 #include "aios/envelope.hpp"
@@ -15,21 +13,8 @@ namespace aios::bridge {
 // Who acted, for the audit trail: the agent's id, or "owner".
 inline constexpr const char* kOwnerActor = "owner";
 
-// The task's registered plan: the deterministic execution request it was projected from.
-struct Plan {
-  std::string plan_sha256;
-  nlohmann::json request;
-  std::string execution_digest;
-};
-std::optional<Plan> load_plan(store::Transaction& tx, const std::string& task_id);
-
 // The task's binding, read from its persisted envelope.
 GovernedBinding binding_of(const store::TaskRow& row);
-
-// VERIFICATION_EXECUTABLE_NOT_ALLOWED unless every command of the envelope starts an
-// executable on the deployment's allowlist.
-void check_verification_allowed(const nlohmann::json& envelope,
-                                const std::set<std::string>& allowed);
 
 // WRITER_LEASE_INVALID unless `writer_lease_id` is an open writer lease taken by the task's
 // current claim (the attempt that holds the task lease now).

@@ -10,24 +10,8 @@ namespace bridge {
 
 using envelope::fail;
 
-std::optional<Plan> load_plan(store::Transaction& tx, const std::string& task_id) {
-  const auto record = tx.load_plan(task_id);
-  if (!record) return std::nullopt;
-  return Plan{record->plan_sha256, task::parse_column(record->plan_json, nlohmann::json::object()),
-              record->execution_digest};
-}
-
 GovernedBinding binding_of(const store::TaskRow& row) {
   return GovernedBinding::from_mapping(task::execution_of(row));
-}
-
-void check_verification_allowed(const nlohmann::json& envelope,
-                                const std::set<std::string>& allowed) {
-  for (const auto& command : envelope.at("verification")) {
-    if (!allowed.contains(command.at("argv").at(0).get<std::string>())) {
-      fail(ErrorCode::VERIFICATION_EXECUTABLE_NOT_ALLOWED);
-    }
-  }
 }
 
 std::string task_id_of(const nlohmann::json& body) {
@@ -77,7 +61,7 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
         {"verification", envelope::get_or(body, "verification", bridge::kEmptyArray)},
         {"governance", envelope::get_or(body, "governance", bridge::kEmptyObject)}};
     const auto envelope = project_execution_envelope(bridge::binding_of(row), request, required);
-    bridge::check_verification_allowed(envelope, options_.verification_executables);
+    resolution::check_verification_allowed(envelope, resolver_.verification_executables());
     // Stored in projected form, so the same plan sent twice is recognised whatever its spelling.
     request["capability_scope"] = envelope["capability_scope"];
     request["governance"] = {
@@ -92,7 +76,7 @@ std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body)
                 {"commit_idempotency_key", envelope["governance"]["commit_idempotency_key"]},
                 {"changes", envelope["change_set"].size()},
                 {"idempotent", false}};
-    if (const auto existing = bridge::load_plan(tx, task_id)) {
+    if (const auto existing = resolution::load_plan(tx, task_id)) {
       if (existing->plan_sha256 != plan_sha) envelope::fail(ErrorCode::EXECUTION_PLAN_CONFLICT);
       status = 200;
       response["idempotent"] = true;

@@ -15,10 +15,11 @@ http::Response reply(const std::pair<int, nlohmann::json>& result) {
 
 }  // namespace
 
-Bridge::Bridge(store::Store& store, TaskPlane& plane, const Environment& environment,
-               http::OwnerToken owner, BridgeOptions options)
+Bridge::Bridge(store::Store& store, TaskPlane& plane, const resolution::Resolver& resolver,
+               const Environment& environment, http::OwnerToken owner, BridgeOptions options)
     : store_(store),
       plane_(plane),
+      resolver_(resolver),
       environment_(environment),
       owner_(std::move(owner)),
       options_(std::move(options)) {}

@@ -55,8 +55,7 @@ nlohmann::json fleet::refused_item(const std::string& task_id, const std::except
           {"error", code}};
 }
 
-nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks,
-                                       fleet::ClaimResolver* resolver) {
+nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks) {
   const auto now = store_.now();
   std::vector<std::optional<fleet::NewTask>> checked(tasks.size());
   std::vector<std::string> ids(tasks.size());
@@ -69,7 +68,7 @@ nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks,
             tasks[i].is_object() && id != tasks[i].end() && id->is_string()) {
           ids[i] = id->get<std::string>();
         }
-        checked[i] = fleet::new_task(tasks[i], resolver, now);
+        checked[i] = fleet::new_task(tasks[i], resolver_, now);
         // The second of two items under one id is not a replay of the first.
         if (!seen.insert(checked[i]->row.task_id).second) {
           envelope::fail(ErrorCode::TASK_ALREADY_EXISTS);
@@ -95,8 +94,7 @@ nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks,
 TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
                                                        const std::vector<BatchItem>& results,
                                                        const std::string& worker_id,
-                                                       std::size_t max_tasks,
-                                                       fleet::ClaimResolver* resolver) {
+                                                       std::size_t max_tasks) {
   const auto now = store_.now();
   std::vector<std::optional<fleet::ResultSubmission>> checked(results.size());
   auto grants = new_grants(worker_id.empty() ? 0 : max_tasks);
@@ -115,7 +113,7 @@ TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
         out.claim_error = nullptr;
         if (worker_id.empty()) return;
         out.claim_error = tx.attempt([&](store::Transaction& step) {
-          out.claims = claim_next_in(step, agent, worker_id, resolver, grants, /*liveness=*/true);
+          out.claims = claim_next_in(step, agent, worker_id, grants, /*liveness=*/true);
         });
       });
   std::vector<std::string> freed;

@@ -43,21 +43,6 @@ fleet::WorkerState claimant(const fleet::WorkerState& worker, double now) {
 // to resolve, few enough that a queue of unresolvable tasks is not read again and again.
 constexpr std::size_t kClaimCandidates = 16;
 
-// The envelope a claim of `row` answers with, resolved for `agent` (nullptr: as the owner sees
-// it); throws the code a claim-next passes the task over with.
-fleet::ClaimResolver::Resolved resolve_for_claim(fleet::ClaimResolver& resolver,
-                                                 store::Transaction& tx, const store::TaskRow& row,
-                                                 const nlohmann::json& execution,
-                                                 const Agent* agent) {
-  auto resolved = resolver.resolve(tx, row, execution, agent);
-  // Another digest than the task's (a plan registered since, awaiting the owner's rebind) is
-  // one the worker would refuse: the task is left QUEUED for the rebind.
-  if (resolved.envelope.value("execution_digest", "") != row.execution_digest) {
-    throw Error(ErrorCode::TASK_ENVELOPE_DRIFT);
-  }
-  return resolved;
-}
-
 // A task passed over because its envelope does not resolve says so in its events, once per
 // revision and code, where the owner and the dashboard look.
 void record_unresolved(store::Transaction& tx, const store::TaskRow& row, const Error& error,
@@ -181,23 +166,20 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
 }
 
 std::optional<nlohmann::json> TaskPlane::claim_next(const Agent& agent,
-                                                    const std::string& worker_id,
-                                                    fleet::ClaimResolver* resolver, bool liveness) {
-  auto claims = claim_next_many(agent, worker_id, 1, resolver, liveness);
+                                                    const std::string& worker_id, bool liveness) {
+  auto claims = claim_next_many(agent, worker_id, 1, liveness);
   if (claims.empty()) return std::nullopt;
   return std::move(claims.front());
 }
 
 std::vector<nlohmann::json> TaskPlane::claim_next_many(const Agent& agent,
                                                        const std::string& worker_id,
-                                                       std::size_t max_tasks,
-                                                       fleet::ClaimResolver* resolver,
-                                                       bool liveness) {
+                                                       std::size_t max_tasks, bool liveness) {
   if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
   auto grants = new_grants(max_tasks);
   std::vector<nlohmann::json> claims;
   store_.write([&](store::Transaction& tx) {
-    claims = claim_next_in(tx, agent, worker_id, resolver, grants, liveness);
+    claims = claim_next_in(tx, agent, worker_id, grants, liveness);
   });
   claims_committed(claims);
   return claims;
@@ -209,12 +191,11 @@ void TaskPlane::claims_committed(const std::vector<nlohmann::json>& claims) {
 
 std::vector<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, const Agent& agent,
                                                      const std::string& worker_id,
-                                                     fleet::ClaimResolver* resolver,
                                                      ClaimGrants& grants, bool liveness) {
   // One after another in the transaction: each sees the slots and tasks the ones before took.
   std::vector<nlohmann::json> claims;
   for (std::size_t i = 0; i < grants.max(); ++i) {
-    auto claim = claim_one_in(tx, agent, worker_id, resolver, grants.at(i), liveness);
+    auto claim = claim_one_in(tx, agent, worker_id, grants.at(i), liveness);
     if (!claim) break;
     claims.push_back(std::move(*claim));
   }
@@ -223,7 +204,6 @@ std::vector<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, con
 
 std::optional<nlohmann::json> TaskPlane::claim_one_in(store::Transaction& tx, const Agent& agent,
                                                       const std::string& worker_id,
-                                                      fleet::ClaimResolver* resolver,
                                                       const ClaimGrant& grant, bool liveness) {
   const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
   const auto live = claimant(worker, grant.now);
@@ -260,7 +240,7 @@ std::optional<nlohmann::json> TaskPlane::claim_one_in(store::Transaction& tx, co
     for (const auto& row : candidates) {
       if (tried.size() >= kClaimCandidates) break;
       tried.insert(row.task_id);
-      if (auto claimed = try_claim(tx, worker, row, agent, resolver, grant)) return claimed;
+      if (auto claimed = try_claim(tx, worker, row, agent, grant)) return claimed;
     }
     if (whole_queue) break;
   }
@@ -271,14 +251,13 @@ std::optional<nlohmann::json> TaskPlane::claim_one_in(store::Transaction& tx, co
 std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
                                                    const fleet::WorkerState& worker,
                                                    const store::TaskRow& row, const Agent& agent,
-                                                   fleet::ClaimResolver* resolver,
                                                    const ClaimGrant& grant) {
-  std::optional<fleet::ClaimResolver::Resolved> resolved;
+  std::optional<resolution::Resolved> resolved;
   nlohmann::json execution;
-  if (resolver != nullptr) {
+  if (resolver_ != nullptr) {
     execution = task::execution_of(row);
     try {
-      resolved = resolve_for_claim(*resolver, tx, row, execution, &agent);
+      resolved = resolver_->for_claim(tx, row, execution, &agent.granted_capabilities);
     } catch (const Error& error) {
       record_unresolved(tx, row, error, grant.now_iso);
       note_unresolved(row, worker.worker_id, error);
@@ -287,9 +266,10 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
   }
   auto claimed = commit_claim(tx, worker, row, agent, grant);
   if (resolved) {
-    auto claimed_row = row;
-    claimed_row.attempt += 1;
-    resolver->record(tx, claimed_row, worker.worker_id, *resolved, agent, grant.now_iso);
+    resolution::Resolver::record(tx,
+                                 {row.task_id, agent.agent_id, row.attempt + 1, worker.worker_id,
+                                  resolved->envelope["execution_digest"]},
+                                 *resolved, grant.now_iso);
     claimed["envelope"] = std::move(resolved->envelope);
     // The binding the worker checks the envelope against, as the task persisted it.
     claimed["execution"] = std::move(execution);
@@ -433,7 +413,7 @@ std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
   return hold;
 }
 
-nlohmann::json TaskPlane::eligibility(const std::string& task_id, fleet::ClaimResolver* resolver) {
+nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
   const double now = to_epoch_seconds(store_.now());
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json task_status;
@@ -441,9 +421,9 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id, fleet::ClaimRe
   store_.read([&](store::Transaction& tx) {
     const auto row = task::load(tx, task_id);
     task_status = row.status;
-    if (resolver != nullptr && row.status == "QUEUED") {
+    if (resolver_ != nullptr && row.status == "QUEUED") {
       try {
-        resolve_for_claim(*resolver, tx, row, task::execution_of(row), nullptr);
+        resolver_->for_claim(tx, row, task::execution_of(row), nullptr);
         envelope = nlohmann::json{{"resolves", true}};
       } catch (const Error& error) {
         envelope = nlohmann::json{{"resolves", false}, {"code", error.code()}};

@@ -27,7 +27,7 @@ nlohmann::json summary_of(const store::TaskRow& row) {
 
 }  // namespace
 
-nlohmann::json TaskPlane::dashboard(const DashboardQuery& query, fleet::ClaimResolver* resolver) {
+nlohmann::json TaskPlane::dashboard(const DashboardQuery& query) {
   nlohmann::json view = {{"tasks", nlohmann::json::object()},
                          {"queue", nlohmann::json::array()},
                          {"recent", nlohmann::json::array()},
@@ -62,7 +62,7 @@ nlohmann::json TaskPlane::dashboard(const DashboardQuery& query, fleet::ClaimRes
           fleet::append_events(tx.task_events(query.task_id, query.task_events_after, kTaskEvents),
                                false, task["events"], query.task_events_after);
     });
-    task["eligibility"] = eligibility(query.task_id, resolver);
+    task["eligibility"] = eligibility(query.task_id);
     view["task"] = std::move(task);
   }
   return view;

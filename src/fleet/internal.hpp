@@ -138,7 +138,7 @@ struct NewTask {
   store::TaskRow row;
   std::optional<Error> unresolvable;  // refused, unless the request replays a stored task
 };
-NewTask new_task(const nlohmann::json& body, ClaimResolver* resolver, TimePoint now);
+NewTask new_task(const nlohmann::json& body, const resolution::Resolver* resolver, TimePoint now);
 // 201 and the new task's view, or 200 and the stored view for an identical replay
 // (TASK_ALREADY_EXISTS for another body under the id).
 std::pair<int, nlohmann::json> store_new_task(store::Transaction& tx, const NewTask& task);

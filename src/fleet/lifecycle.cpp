@@ -180,9 +180,11 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   return {applied.status, std::move(applied.answer)};
 }
 
-TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(
-    const Agent& agent, const std::string& task_id, const nlohmann::json& body,
-    const std::string& worker_id, std::size_t max_tasks, fleet::ClaimResolver* resolver) {
+TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(const Agent& agent,
+                                                               const std::string& task_id,
+                                                               const nlohmann::json& body,
+                                                               const std::string& worker_id,
+                                                               std::size_t max_tasks) {
   if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
   const auto submission = fleet::result_submission_of(body, options_.max_result_bytes);
   const auto now = store_.now();
@@ -194,7 +196,7 @@ TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(
         applied = fleet::apply_result(tx, agent, task_id, submission, now);
       },
       [&](store::Transaction& tx) {
-        out.claims = claim_next_in(tx, agent, worker_id, resolver, grants, /*liveness=*/true);
+        out.claims = claim_next_in(tx, agent, worker_id, grants, /*liveness=*/true);
       });
   results_committed({applied.freed_worker});
   if (out.claim_error) out.claims.clear();

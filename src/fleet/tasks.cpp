@@ -38,7 +38,7 @@ bool readable_by(store::Transaction& tx, const store::TaskRow& row, const Agent*
 
 }  // namespace
 
-fleet::NewTask fleet::new_task(const nlohmann::json& body, ClaimResolver* resolver,
+fleet::NewTask fleet::new_task(const nlohmann::json& body, const resolution::Resolver* resolver,
                                TimePoint now_at) {
   if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   const auto binding_it = body.find("binding");
@@ -109,9 +109,8 @@ std::pair<int, nlohmann::json> fleet::store_new_task(store::Transaction& tx, con
   return {201, view_of(*tx.load_task(row.task_id))};
 }
 
-std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body,
-                                                      fleet::ClaimResolver* resolver) {
-  const auto task = fleet::new_task(body, resolver, store_.now());
+std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body) {
+  const auto task = fleet::new_task(body, resolver_, store_.now());
   std::pair<int, nlohmann::json> answer;
   store_.write([&](store::Transaction& tx) { answer = fleet::store_new_task(tx, task); });
   if (answer.first == 201) queue_changed();

@@ -136,10 +136,12 @@ std::string fleet::new_agent_token(Random& random) {
   return "aios_" + random.hex(32);
 }
 
-TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options)
+TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options,
+                     const resolution::Resolver* resolver)
     : store_(store),
       environment_(environment),
       options_(options),
+      resolver_(resolver),
       views_(std::make_unique<fleet::TaskViewCache>()),
       agents_(std::make_unique<fleet::AgentCache>()) {}
 

@@ -36,9 +36,11 @@ struct Scheduler::Parts {
       : store(store::open_store({.url = options.db.string(),
                                  .connections = static_cast<std::size_t>(options.threads) + 1},
                                 environment.clock)),
-        plane(*store, environment, {.lease = options.lease}),
-        bridge(*store, plane, environment, {control_token, options.remote_owner}, options.bridge),
-        api(plane, {std::move(control_token), options.remote_owner}, metrics, &bridge,
+        resolver(options.verification_executables),
+        plane(*store, environment, {.lease = options.lease}, &resolver),
+        bridge(*store, plane, resolver, environment, {control_token, options.remote_owner},
+               options.bridge),
+        api(plane, {std::move(control_token), options.remote_owner}, metrics,
             options.claim_recheck),
         api_server(api_options(options),
                    [this](const http::Request& request) { return api.handle(request); }),
@@ -86,9 +88,10 @@ struct Scheduler::Parts {
   }
 
   std::unique_ptr<store::Store> store;
+  resolution::Resolver resolver;  // the claims' and the Bridge's
   TaskPlane plane;
   TaskApiMetrics metrics;
-  Bridge bridge;  // before the API: it resolves the API's claim-next envelopes
+  Bridge bridge;
   TaskApi api;
   http::Server api_server;
   http::Server bridge_server;

@@ -4,11 +4,9 @@
 
 namespace aios {
 
-ClaimWaiters::ClaimWaiters(TaskPlane& plane, fleet::ClaimResolver* resolver,
-                           std::chrono::milliseconds recheck,
+ClaimWaiters::ClaimWaiters(TaskPlane& plane, std::chrono::milliseconds recheck,
                            std::function<void()> woken_for_nothing)
     : plane_(plane),
-      resolver_(resolver),
       recheck_(recheck),
       woken_for_nothing_(std::move(woken_for_nothing)),
       thread_([this] { run(); }) {}
@@ -92,7 +90,7 @@ ClaimWaiters::Settled ClaimWaiters::settle(Waiter& waiter, bool try_claim,
   try {
     if (try_claim) {
       auto claims = plane_.claim_next_many(waiter.agent, waiter.worker_id, waiter.max_tasks,
-                                           resolver_, /*liveness=*/false);
+                                           /*liveness=*/false);
       if (!claims.empty()) {
         claimed = claims.size();
         waiter.answer(std::move(claims), nullptr);

@@ -17,7 +17,7 @@ http::Response TaskApi::dashboard(const http::Request& request) {
     query.task_id = taskapi::task_id_of(task->second);
     query.task_events_after = taskapi::query_int(request, "task_after", 0, 0, INT64_MAX);
   }
-  auto view = plane_.dashboard(query, resolver_);
+  auto view = plane_.dashboard(query);
   identify(view);
   view["now"] = format_iso8601(std::chrono::system_clock::now());
   view["metrics"] = metrics_.snapshot();

@@ -62,12 +62,11 @@ using taskapi::query_int;
 using taskapi::task_id_of;
 
 TaskApi::TaskApi(TaskPlane& plane, http::OwnerToken owner, TaskApiMetrics& metrics,
-                 fleet::ClaimResolver* resolver, std::chrono::milliseconds claim_recheck)
+                 std::chrono::milliseconds claim_recheck)
     : plane_(plane),
       owner_(std::move(owner)),
       metrics_(metrics),
-      resolver_(resolver),
-      waiters_(plane, resolver, claim_recheck, [this] { metrics_.count_empty_wakeup(); }) {
+      waiters_(plane, claim_recheck, [this] { metrics_.count_empty_wakeup(); }) {
   plane_.on_queue_change([this](const TaskPlane::QueueChange& change) {
     if (change.worker_id.empty()) {
       waiters_.notify(change.claims);
@@ -207,7 +206,7 @@ http::Response TaskApi::result(const Agent& agent, const std::string& task_id,
     return http::json_response(status, response);
   }
   auto out = plane_.submit_result_then_claim(agent, task_id, body, next.worker_id,
-                                             next.max_tasks.value_or(1), resolver_);
+                                             next.max_tasks.value_or(1));
   if (out.status == 201) metrics_.count_result();
   note_claim_error(next.worker_id, out.claim_error);
   metrics_.count_claim(out.claims.size());
@@ -229,7 +228,7 @@ void TaskApi::note_claim_error(const std::string& worker_id, const std::exceptio
 http::Response TaskApi::results(const Agent& agent, nlohmann::json body) {
   const auto next = take_claim_next(body);
   auto out = plane_.submit_results(agent, task_items(batch_items(body, "results")), next.worker_id,
-                                   next.max_tasks.value_or(1), resolver_);
+                                   next.max_tasks.value_or(1));
   metrics_.count_result(out.stored);
   note_claim_error(next.worker_id, out.claim_error);
   metrics_.count_claim(out.claims.size());
@@ -251,7 +250,7 @@ http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& bod
     return http::json_response(200, out);
   };
   const auto seen = waiters_.version();
-  auto claims = plane_.claim_next_many(agent, id, max_tasks.value_or(1), resolver_);
+  auto claims = plane_.claim_next_many(agent, id, max_tasks.value_or(1));
   if (!claims.empty() || wait_ms == 0) return answer(std::move(claims));
   const auto started = std::chrono::steady_clock::now();
   auto later = std::make_shared<http::Later>();
@@ -379,7 +378,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 2 && method == "POST") {
     route_name = "tasks_create";
     need_owner();
-    auto [status, view] = plane_.create_task(http::json_object_body(request), resolver_);
+    auto [status, view] = plane_.create_task(http::json_object_body(request));
     return http::json_response(status, view);
   }
   if (n == 2 && method == "GET") {
@@ -398,10 +397,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     need_owner();
     auto body = http::json_object_body(request);
     auto& items = batch_items(body, "tasks");
-    return ok(
-        plane_.create_tasks(std::vector<nlohmann::json>(std::make_move_iterator(items.begin()),
-                                                        std::make_move_iterator(items.end())),
-                            resolver_));
+    return ok(plane_.create_tasks(std::vector<nlohmann::json>(
+        std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()))));
   }
   if (n == 3 && parts[2] == "results" && method == "POST") {
     route_name = "tasks_results";
@@ -452,7 +449,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
         task_id, reader, static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
         query_int(request, "after", 0, 0, INT64_MAX)));
   }
-  if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id, resolver_));
+  if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id));
   if (method != "POST") fail(ErrorCode::NOT_FOUND);
   if (action == "claim") {
     auto response = plane_.claim(*agent, task_id, http::json_object_body(request));

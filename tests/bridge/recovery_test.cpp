@@ -25,7 +25,7 @@ class CommitRecoveryTest : public PlaneTest {
                work + "/b.md && git -C " + work + " add -A && git -C " + work +
                " -c user.name=t -c user.email=t@example.invalid commit -q -m base && git -C " +
                work + " push -q " + repo_ + " main && git -C " + work + " rev-parse HEAD");
-    bridge_.emplace(store_, plane_, environment_, std::string(40, 'o'),
+    bridge_.emplace(store_, plane_, resolver_, environment_, std::string(40, 'o'),
                     BridgeOptions{.authority_git_dir = repo_});
     agent_ = make_agent("agent-recovery", kScope);
     register_worker(agent_, "worker-r",
@@ -76,6 +76,7 @@ class CommitRecoveryTest : public PlaneTest {
 
   std::string repo_;
   std::string base_;
+  resolution::Resolver resolver_{{"/usr/bin/true"}};
   std::optional<Bridge> bridge_;
   Agent agent_;
   Json body_;

@@ -103,7 +103,7 @@ TEST_F(BatchTest, SubmitsEachResultAloneThenClaimsWithTheSlotsTheyFreed) {
 
   const auto out = plane_.submit_results(
       agent_, {result_item(held[0], "key-res-1"), stale, result_item(held[2], "key-res-3")},
-      "worker-batch", 3, nullptr);
+      "worker-batch", 3);
 
   ASSERT_EQ(out.results.size(), 3U);
   EXPECT_EQ(out.results[0]["status"], "VERIFYING");
@@ -121,7 +121,7 @@ TEST_F(BatchTest, SubmitsEachResultAloneThenClaimsWithTheSlotsTheyFreed) {
   // The same batch again: the stored two answer as replays, nothing is claimed (no slot).
   const auto again = plane_.submit_results(
       agent_, {result_item(held[0], "key-res-1"), result_item(held[2], "key-res-3")},
-      "worker-batch", 3, nullptr);
+      "worker-batch", 3);
   EXPECT_EQ(again.results[0]["idempotent"], true);
   EXPECT_EQ(again.results[1]["idempotent"], true);
   EXPECT_EQ(again.stored, 0U);
@@ -137,8 +137,8 @@ TEST_F(BatchTest, ARefusedClaimLeavesTheResultsStanding) {
   const auto other = make_agent("agent-other");
   register_worker(other, "worker-other");
 
-  const auto out = plane_.submit_results(agent_, {result_item(held[0], "key-apart-1")},
-                                         "worker-other", 2, nullptr);
+  const auto out =
+      plane_.submit_results(agent_, {result_item(held[0], "key-apart-1")}, "worker-other", 2);
 
   EXPECT_EQ(out.stored, 1U);
   EXPECT_EQ(code_of([&] { std::rethrow_exception(out.claim_error); }), "WORKER_AGENT_MISMATCH");

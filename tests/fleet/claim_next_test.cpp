@@ -11,36 +11,63 @@
 namespace aios::fleet_test {
 namespace {
 
-// Resolves every task to a small envelope naming it, except those in `refused`, and counts
-// what it was asked to record.
-class TestResolver final : public fleet::ClaimResolver {
- public:
-  std::set<std::string> refused;
-  std::set<std::string> drifted;      // resolved to another digest (a plan awaiting a rebind)
-  std::vector<std::string> recorded;  // task_id:attempt:worker_id
-  std::vector<std::string> asked;     // every task resolve() was called for, in order
-  bool refuse_new = false;            // check_resolvable() refuses every task
+const Json kPlanScope = {"code.read", "git.read", "git.test", "governed.write.branch",
+                         "governed.write.file"};
 
-  Resolved resolve(store::Transaction&, const store::TaskRow& row, const Json&,
-                   const Agent*) override {
-    asked.push_back(row.task_id);
-    if (refused.contains(row.task_id)) throw Error(ErrorCode::EXECUTION_PLAN_NOT_REGISTERED);
-    const std::string digest =
-        drifted.contains(row.task_id) ? std::string(64, 'e') : row.execution_digest;
-    return {{{"resolved_for", row.task_id}, {"execution_digest", digest}}, "test"};
-  }
-  void record(store::Transaction&, const store::TaskRow& claimed, const std::string& worker_id,
-              const Resolved&, const Agent&, const std::string&) override {
-    recorded.push_back(claimed.task_id + ":" + std::to_string(claimed.attempt) + ":" + worker_id);
-  }
-  void check_resolvable(const store::TaskRow&, const Json&) override {
-    if (refuse_new) throw Error(ErrorCode::VERIFICATION_EXECUTABLE_NOT_ALLOWED);
-  }
-};
+// A deterministic plan request for a task, as the Bridge stores a registered one: one file at
+// `path`.
+Json plan_for_task(const std::string& path) {
+  return {{"action", "deterministic"},
+          {"adapter", "deterministic"},
+          {"capability_scope", kPlanScope},
+          {"change_set", {{{"path", path}, {"operation", "write_file"}, {"content", "x\n"}}}},
+          {"verification", Json::array()},
+          {"governance", Json::object()}};
+}
 
 class ClaimNextTest : public OneWorkerTest {
  protected:
   ClaimNextTest() : OneWorkerTest("agent-next", "worker-next", 2) {}
+
+  // A deterministic task whose one verification command starts `executable`.
+  static TaskSpec verified_task(const std::string& task_id, const std::string& executable) {
+    TaskSpec spec;
+    spec.task_id = task_id;
+    spec.execution = plan_for_task("docs/NOTE.md");
+    spec.execution["verification"] = {
+        {{"label", "check"}, {"argv", {executable}}, {"cwd", "."}, {"timeout_seconds", 60}}};
+    spec.execution.erase("governance");
+    return spec;
+  }
+
+  // Registers `request` as the task's plan, as the Bridge's POST /v2/plans stores one.
+  void store_plan(const std::string& task_id, const Json& request) {
+    store_.write([&](store::Transaction& tx) {
+      tx.insert_plan({task_id, std::string(64, 'f'), request.dump(), std::string(64, 'e'),
+                      "2030-01-01T00:00:00Z"});
+    });
+  }
+  // A plan whose change no longer validates (a path out of the repository): the task's
+  // envelope does not resolve.
+  void store_broken_plan(const std::string& task_id) {
+    store_plan(task_id, plan_for_task("../escape.md"));
+  }
+
+  // The codes of the task's TASK_ENVELOPE_UNRESOLVED events, oldest first.
+  std::vector<std::string> unresolved_codes(const std::string& task_id) {
+    std::vector<std::string> codes;
+    const Json events = plane_.task_events(task_id, nullptr, 100, 0);
+    for (const auto& event : events["events"]) {
+      if (event["event_type"] == "TASK_ENVELOPE_UNRESOLVED")
+        codes.push_back(event["payload"]["code"]);
+    }
+    return codes;
+  }
+
+  // The scheduler's resolution (verification may start /usr/bin/true only) and a plane over the
+  // same store that resolves with it, beside plane_, which does not resolve.
+  resolution::Resolver resolver_{{"/usr/bin/true"}};
+  TaskPlane resolving_{store_, environment_, options_, &resolver_};
 };
 
 TEST_F(ClaimNextTest, ClaimsTheFleetOrderHeadWithItsEventAndReservation) {
@@ -72,28 +99,23 @@ TEST_F(ClaimNextTest, ClaimsTheFleetOrderHeadWithItsEventAndReservation) {
 }
 
 TEST_F(ClaimNextTest, ATaskThatCouldNeverResolveIsRefusedAtCreateUnlessItIsAReplay) {
-  // Given a resolver that finds the envelope unresolvable, a new task should be refused with
-  // the resolution's code and leave nothing stored; the identical replay of a task stored
-  // before the configuration changed should still answer 200 with that task.
-  TestResolver resolver;
-  TaskSpec stored;
-  stored.task_id = "create-before";
-  ASSERT_EQ(plane_.create_task(task_body(stored), &resolver).first, 201);
-  resolver.refuse_new = true;
+  // Given a deterministic task verified with python3, stored before the allowlist was
+  // /usr/bin/true alone, its identical replay should still answer 200 with that task; a new
+  // one verified with python3 should be refused with the resolution's code and leave nothing
+  // stored, and one verified with /usr/bin/true created.
+  const auto stored = verified_task("create-before", "/usr/bin/python3");
+  ASSERT_EQ(plane_.create_task(task_body(stored)).first, 201);
 
-  const auto replay = plane_.create_task(task_body(stored), &resolver);
+  const auto replay = resolving_.create_task(task_body(stored));
   EXPECT_EQ(replay.first, 200);
   EXPECT_EQ(replay.second["task_id"], "create-before");
-  TaskSpec fresh;
-  fresh.task_id = "create-after";
-  try {
-    plane_.create_task(task_body(fresh), &resolver);
-    ADD_FAILURE() << "an unresolvable task was created";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), "VERIFICATION_EXECUTABLE_NOT_ALLOWED");
-  }
-  EXPECT_THROW(view("create-after"), Error);
-  EXPECT_EQ(plane_.claim_next(agent_, "worker-next").value()["task_id"], "create-before");
+  EXPECT_EQ(code_of([&] {
+              resolving_.create_task(task_body(verified_task("create-after", "/usr/bin/python3")));
+            }),
+            "VERIFICATION_EXECUTABLE_NOT_ALLOWED");
+  EXPECT_EQ(code_of([&] { view("create-after"); }), "TASK_NOT_FOUND");
+  EXPECT_EQ(resolving_.create_task(task_body(verified_task("create-true", "/usr/bin/true"))).first,
+            201);
 }
 
 TEST_F(ClaimNextTest, AFullWorkerGetsNothingAndTheQueueIsUntouched) {
@@ -107,68 +129,90 @@ TEST_F(ClaimNextTest, AFullWorkerGetsNothingAndTheQueueIsUntouched) {
   EXPECT_EQ(view("full-3")["revision"], 1);
 }
 
-TEST_F(ClaimNextTest, AResolverEnvelopeComesWithTheClaimAndAnUnresolvedTaskIsPassedOver) {
-  // Given a resolver that refuses the queue head, we should leave that task QUEUED at its
-  // revision, claim the next one with the resolver's envelope and the persisted execution, and
-  // have the resolver record the claimed attempt.
+TEST_F(ClaimNextTest, AResolvedEnvelopeComesWithTheClaimAndAnUnresolvedTaskIsPassedOver) {
+  // Given a queue head whose plan no longer validates, a resolving claim should leave that task
+  // QUEUED at its revision with one TASK_ENVELOPE_UNRESOLVED, claim the next one with its
+  // envelope (replayed as persisted) and the persisted execution, and record the resolution
+  // for the attempt just claimed.
   TaskSpec head;
   head.task_id = "resolve-head";
   head.priority = 9;
   create_task(head);
   create_task("resolve-next");
-  TestResolver resolver;
-  resolver.refused = {"resolve-head"};
+  store_broken_plan("resolve-head");
 
-  const auto claimed = plane_.claim_next(agent_, "worker-next", &resolver);
+  const auto claimed = resolving_.claim_next(agent_, "worker-next");
 
   ASSERT_TRUE(claimed.has_value());
   EXPECT_EQ((*claimed)["task_id"], "resolve-next");
-  EXPECT_EQ((*claimed)["envelope"]["resolved_for"], "resolve-next");
-  EXPECT_EQ((*claimed)["execution"], view("resolve-next")["metadata"]["execution"]);
-  EXPECT_EQ(resolver.recorded, (std::vector<std::string>{"resolve-next:1:worker-next"}));
+  const auto persisted = view("resolve-next")["metadata"]["execution"];
+  EXPECT_EQ((*claimed)["envelope"], persisted);
+  EXPECT_EQ((*claimed)["execution"], persisted);
+  EXPECT_EQ(event_types("resolve-next"),
+            (std::vector<std::string>{"TASK_CREATED", "TASK_CLAIMED", "BRIDGE_ENVELOPE_RESOLVED"}));
+  const auto resolved = plane_.task_events("resolve-next", nullptr, 10, 0)["events"][2]["payload"];
+  EXPECT_EQ(resolved["attempt"], 1);
+  EXPECT_EQ(resolved["worker_id"], "worker-next");
+  EXPECT_EQ(resolved["source"], "persisted_replay");
   EXPECT_EQ(view("resolve-head")["status"], "QUEUED");
   EXPECT_EQ(view("resolve-head")["revision"], 1);
+  EXPECT_EQ(unresolved_codes("resolve-head"), (std::vector<std::string>{"CHANGE_PATH_INVALID"}));
+  // A plane without a resolver reads no plan and claims without an envelope.
+  const auto plain = plane_.claim_next(agent_, "worker-next");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ((*plain)["task_id"], "resolve-head");
+  EXPECT_FALSE(plain->contains("envelope"));
+}
 
-  // One that resolves to another digest than its own is left for the owner's rebind.
-  resolver.drifted.insert("resolve-drift");
+TEST_F(ClaimNextTest, ATaskWhosePlanResolvesToAnotherDigestWaitsForItsRebind) {
+  // Given a valid plan registered after the task (its envelope now has another digest), a
+  // resolving claim should leave the task QUEUED, saying TASK_ENVELOPE_DRIFT once.
   create_task("resolve-drift");
-  EXPECT_FALSE(plane_.claim_next(agent_, "worker-next", &resolver).has_value());
+  store_plan("resolve-drift", plan_for_task("docs/NOTE.md"));
+
+  EXPECT_FALSE(resolving_.claim_next(agent_, "worker-next").has_value());
+  EXPECT_FALSE(resolving_.claim_next(agent_, "worker-next").has_value());
+
   EXPECT_EQ(view("resolve-drift")["status"], "QUEUED");
+  EXPECT_EQ(unresolved_codes("resolve-drift"), (std::vector<std::string>{"TASK_ENVELOPE_DRIFT"}));
+  EXPECT_EQ(resolving_.eligibility("resolve-drift")["envelope"],
+            Json({{"resolves", false}, {"code", "TASK_ENVELOPE_DRIFT"}}));
 }
 
 TEST_F(ClaimNextTest, EachUnresolvedCandidateIsTriedOnceAndAtMostSixteenPerClaim) {
-  // Given three unresolvable tasks ahead of a good one, we should ask the resolver once for
-  // each, in fleet order, and claim the good one; given twenty ahead, we should give up after
-  // sixteen and claim nothing rather than read the queue without end.
+  // Given three unresolvable tasks ahead of a good one, a resolving claim should try each once
+  // (one event each) and claim the good one; given seventeen more ahead of another, it should
+  // give up after sixteen and claim nothing rather than read the queue without end.
   for (int i = 0; i < 3; ++i) {
     TaskSpec head;
     head.task_id = "unresolved-" + std::to_string(i);
     head.priority = 9 - i;
     create_task(head);
+    store_broken_plan(head.task_id);
   }
   create_task("resolvable");
-  TestResolver resolver;
-  resolver.refused = {"unresolved-0", "unresolved-1", "unresolved-2"};
 
-  const auto claimed = plane_.claim_next(agent_, "worker-next", &resolver);
+  const auto claimed = resolving_.claim_next(agent_, "worker-next");
 
   ASSERT_TRUE(claimed.has_value());
   EXPECT_EQ((*claimed)["task_id"], "resolvable");
-  EXPECT_EQ(resolver.asked, (std::vector<std::string>{"unresolved-0", "unresolved-1",
-                                                      "unresolved-2", "resolvable"}));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(unresolved_codes("unresolved-" + std::to_string(i)).size(), 1U) << i;
+  }
 
   for (int i = 3; i < 20; ++i) {
     TaskSpec head;
     head.task_id = "unresolved-" + std::to_string(i);
-    head.priority = 9;
+    head.priority = 10;
     create_task(head);
-    resolver.refused.insert(head.task_id);
+    store_broken_plan(head.task_id);
   }
   create_task("resolvable-late");
-  resolver.asked.clear();
-  EXPECT_FALSE(plane_.claim_next(agent_, "worker-next", &resolver).has_value());
-  EXPECT_EQ(resolver.asked.size(), 16U);
-  EXPECT_EQ(std::set<std::string>(resolver.asked.begin(), resolver.asked.end()).size(), 16U);
+  EXPECT_FALSE(resolving_.claim_next(agent_, "worker-next").has_value());
+  std::size_t tried = 0;
+  for (int i = 3; i < 20; ++i) tried += unresolved_codes("unresolved-" + std::to_string(i)).size();
+  EXPECT_EQ(tried, 16U);
+  EXPECT_TRUE(unresolved_codes("unresolved-19").empty());
   EXPECT_EQ(view("resolvable-late")["status"], "QUEUED");
 }
 

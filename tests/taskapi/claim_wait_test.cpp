@@ -138,7 +138,7 @@ TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
   // Given a task that became claimable after the caller's own attempt but before its waiter
   // was in (the signal already taken), we should claim it at once, not at the next signal:
   // nothing rechecks and the wait is 20 s.
-  ClaimWaiters waiters(plane_, nullptr, std::chrono::milliseconds(0));
+  ClaimWaiters waiters(plane_, std::chrono::milliseconds(0));
   const auto agent = plane_.authenticate_agent(agent_token_);
   ASSERT_TRUE(agent.has_value());
   const auto seen = waiters.version();
@@ -261,7 +261,7 @@ TEST_F(ClaimWaitTest, ARecheckFindsWhatNobodyAnnounced) {
   quarantine_silently(true);
   create_task("wait-silent");
   TaskApiMetrics metrics;
-  TaskApi rechecking(plane_, kOwnerToken, metrics, nullptr, std::chrono::milliseconds(50));
+  TaskApi rechecking(plane_, kOwnerToken, metrics, std::chrono::milliseconds(50));
   auto rechecked = answer_of(rechecking.handle(
       claim_next({{"worker_id", "worker-wait"}, {"wait_ms", 20000}}, agent_token_)));
   ASSERT_EQ(rechecked.wait_for(0ms), std::future_status::timeout) << "the worker is quarantined";
