@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,10 @@ struct ServerState {
   std::unordered_set<Session*> sessions;  // open connections; a Session erases itself
   // Open connections by peer address; a Session counts itself down, the last one erases it.
   std::unordered_map<std::string, std::size_t> per_peer;
+
+  // Called on an io thread after a large answer was sent: its freed pages go back to the OS
+  // soon (set by the Server; unset: never).
+  std::function<void()> trim_soon;
 };
 
 }  // namespace aios::http::detail

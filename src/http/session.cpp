@@ -1,8 +1,6 @@
 // The per-connection read / answer / write loop.
 #include "http/session.hpp"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -303,7 +301,7 @@ void Session::on_sent(beast::error_code ec, std::size_t) {
   }
   if (body_.size() >= kTrimAfterBodyBytes) {
     std::string().swap(body_);  // an idle keep-alive connection must not hold the last answer
-    malloc_trim(0);
+    if (state_->trim_soon) state_->trim_soon();
   }
   if (ec) return close();
   // Two io threads may run the cancelled watch's completion after this write's (a strand keeps
