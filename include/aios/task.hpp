@@ -22,7 +22,7 @@ store::TaskRow load(store::Transaction& tx, const std::string& task_id);
 nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallback);
 
 // The task's current execution envelope, from metadata_json (authoritative: the rebind service
-// rewrites it).
+// rewrites it): an object, {} when there is none; STORE_FAILURE for a damaged one.
 nlohmann::json execution_of(const store::TaskRow& row);
 
 // True when `worker_id` is registered to `agent_id`: an agent acts and reads only through its

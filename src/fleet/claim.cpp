@@ -255,8 +255,10 @@ std::optional<nlohmann::json> TaskPlane::try_claim(store::Transaction& tx,
   std::optional<resolution::Resolved> resolved;
   nlohmann::json execution;
   if (resolver_ != nullptr) {
-    execution = task::execution_of(row);
+    // A damaged stored envelope (STORE_FAILURE) is passed over like one that does not resolve:
+    // one task whoever can write the database broke does not stop the queue.
     try {
+      execution = task::execution_of(row);
       resolved = resolver_->for_claim(tx, row, execution, &agent.granted_capabilities);
     } catch (const Error& error) {
       record_unresolved(tx, row, error, grant.now_iso);

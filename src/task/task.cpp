@@ -27,8 +27,16 @@ nlohmann::json parse_column(const std::string& text, const nlohmann::json& fallb
 
 nlohmann::json execution_of(const store::TaskRow& row) {
   const auto metadata = parse_column(row.metadata_json, nlohmann::json::object());
+  // What reads an envelope reads an object; a damaged one is refused here, with a code, rather
+  // than as whatever a reader's first lookup would throw.
+  const auto damaged = [] {
+    return Error(ErrorCode::STORE_FAILURE, "a stored execution envelope");
+  };
+  if (!metadata.is_object()) throw damaged();
   const auto it = metadata.find("execution");
-  return it == metadata.end() ? nlohmann::json::object() : *it;
+  if (it == metadata.end()) return nlohmann::json::object();
+  if (!it->is_object()) throw damaged();
+  return *it;
 }
 
 bool worker_belongs_to(store::Transaction& tx, const std::string& worker_id,

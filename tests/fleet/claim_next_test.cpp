@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fleet/fleet_fixture.hpp"
@@ -177,6 +178,37 @@ TEST_F(ClaimNextTest, ATaskWhosePlanResolvesToAnotherDigestWaitsForItsRebind) {
   EXPECT_EQ(unresolved_codes("resolve-drift"), (std::vector<std::string>{"TASK_ENVELOPE_DRIFT"}));
   EXPECT_EQ(resolving_.eligibility("resolve-drift")["envelope"],
             Json({{"resolves", false}, {"code", "TASK_ENVELOPE_DRIFT"}}));
+}
+
+TEST_F(ClaimNextTest, ADamagedStoredEnvelopeIsPassedOverAndTheQueueFlows) {
+  // Given queue heads whose stored metadata was damaged by another writer (not JSON, an
+  // execution that is not an object), a resolving claim should pass each over with
+  // STORE_FAILURE in its events and claim the sound task behind them; eligibility says the
+  // same of a damaged one.
+  for (const auto& [task_id, metadata] : std::vector<std::pair<std::string, std::string>>{
+           {"damaged-text", "not json"}, {"damaged-shape", R"({"execution":"x"})"}}) {
+    TaskSpec head;
+    head.task_id = task_id;
+    head.priority = 9;
+    create_task(head);
+    db_.write([&](SQLite::Database& db) {
+      SQLite::Statement update(db, "UPDATE tasks SET metadata_json=? WHERE task_id=?");
+      update.bind(1, metadata);
+      update.bind(2, task_id);
+      update.exec();
+    });
+  }
+  create_task("sound-next");
+
+  const auto claimed = resolving_.claim_next(agent_, "worker-next");
+
+  ASSERT_TRUE(claimed.has_value());
+  EXPECT_EQ((*claimed)["task_id"], "sound-next");
+  for (const char* id : {"damaged-text", "damaged-shape"}) {
+    EXPECT_EQ(unresolved_codes(id), (std::vector<std::string>{"STORE_FAILURE"})) << id;
+  }
+  EXPECT_EQ(resolving_.eligibility("damaged-shape")["envelope"],
+            Json({{"resolves", false}, {"code", "STORE_FAILURE"}}));
 }
 
 TEST_F(ClaimNextTest, EachUnresolvedCandidateIsTriedOnceAndAtMostSixteenPerClaim) {
