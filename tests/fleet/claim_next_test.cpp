@@ -185,16 +185,16 @@ TEST_F(ClaimNextTest, ADamagedStoredEnvelopeIsPassedOverAndTheQueueFlows) {
   // execution that is not an object), a resolving claim should pass each over with
   // STORE_FAILURE in its events and claim the sound task behind them; eligibility says the
   // same of a damaged one.
-  for (const auto& [task_id, metadata] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& damaged : std::vector<std::pair<std::string, std::string>>{
            {"damaged-text", "not json"}, {"damaged-shape", R"({"execution":"x"})"}}) {
     TaskSpec head;
-    head.task_id = task_id;
+    head.task_id = damaged.first;
     head.priority = 9;
     create_task(head);
     db_.write([&](SQLite::Database& db) {
       SQLite::Statement update(db, "UPDATE tasks SET metadata_json=? WHERE task_id=?");
-      update.bind(1, metadata);
-      update.bind(2, task_id);
+      update.bind(1, damaged.second);
+      update.bind(2, damaged.first);
       update.exec();
     });
   }
