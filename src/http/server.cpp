@@ -29,26 +29,32 @@ struct Server::Impl {
     state->trim_soon = [this] { trim_soon(); };
   }
 
-  // A large answer's pages stay in the malloc arena of the io thread that built it; they go
-  // back to the OS a second after the first large answer since the last trim, so at most once
-  // a second, instead of after every large answer: a walk over every arena per answer cost the
-  // batch endpoints about a tenth of their CPU (madvise's TLB flushes, then the next batch's
-  // page faults). Sessions call it only from io threads, which stop() joins.
+  // A large answer's pages stay in the malloc arena of the io thread that built it. They go
+  // back to the OS at once, unless the last trim was under kTrimInterval ago; then when that
+  // interval ends. A walk over every arena per answer cost the batch endpoints about a tenth of
+  // their CPU (madvise's TLB flushes, then the next batch's page faults), while an occasional
+  // large answer (a listing every half second) must not leave its pages behind until the next.
+  // Sessions call it only from io threads, which stop() joins.
   void trim_soon() {
     if (trim_armed.exchange(true)) return;
     net::post(io, [this] {
-      trim_timer.expires_after(std::chrono::seconds(1));
+      trim_timer.expires_at(last_trim + kTrimInterval);  // at once when that is past
       trim_timer.async_wait([this](beast::error_code ec) {
-        if (!ec) malloc_trim(0);
+        if (!ec) {
+          malloc_trim(0);
+          last_trim = std::chrono::steady_clock::now();
+        }
         trim_armed.store(false);
       });
     });
   }
 
+  static constexpr auto kTrimInterval = std::chrono::milliseconds(200);
   std::shared_ptr<detail::ServerState> state;
   net::io_context io;
   net::steady_timer trim_timer{io};  // destroyed before io
   std::atomic<bool> trim_armed{false};
+  std::chrono::steady_clock::time_point last_trim;  // written by the one armed timer's handler
   std::vector<std::shared_ptr<detail::Listener>> listeners;  // one per host, on one port
   std::vector<std::thread> threads;
   Phase phase = Phase::created;
