@@ -149,20 +149,24 @@ struct Fixture {
 
 // One lifecycle = claim + result + verification: three transitions.
 void lifecycle_in_process(Fixture& f, const json& view, const std::string& worker) {
-  const auto claim = f.plane.claim(f.agent, view["task_id"],
-                                   {{"worker_id", worker},
-                                    {"expected_revision", view["revision"]},
-                                    {"execution_digest", view["execution_digest"]}});
-  const auto result =
-      f.plane.submit_result(f.agent, view["task_id"],
-                            {{"lease_token", claim["lease_token"]},
-                             {"attempt", claim["attempt"]},
-                             {"execution_digest", claim["execution_digest"]},
-                             {"idempotency_key", "result-" + view["task_id"].get<std::string>()},
-                             {"result", {{"status", "SUCCEEDED"}}}});
-  f.plane.verify(view["task_id"], {{"expected_revision", result.second["revision"]},
-                                   {"decision", "PASS"},
-                                   {"reason", "bench"}});
+  const auto claim = f.plane.claim(
+      f.agent, view["task_id"],
+      aios::fleet::claim_request_of({{"worker_id", worker},
+                                     {"expected_revision", view["revision"]},
+                                     {"execution_digest", view["execution_digest"]}}));
+  const auto result = f.plane.submit_result(
+      f.agent, view["task_id"],
+      aios::fleet::result_submission_of(
+          {{"lease_token", claim["lease_token"]},
+           {"attempt", claim["attempt"]},
+           {"execution_digest", claim["execution_digest"]},
+           {"idempotency_key", "result-" + view["task_id"].get<std::string>()},
+           {"result", {{"status", "SUCCEEDED"}}}},
+          f.plane.options().max_result_bytes));
+  f.plane.verify(view["task_id"],
+                 aios::fleet::verification_of({{"expected_revision", result.second["revision"]},
+                                               {"decision", "PASS"},
+                                               {"reason", "bench"}}));
 }
 
 double store_lifecycles(std::size_t tasks) {
@@ -249,13 +253,15 @@ json claim_latency(std::size_t queued, std::size_t samples) {
     const auto id = "q-" + std::to_string((i * 7919) % queued);
     const auto view = f.plane.task_view(id, nullptr);
     const auto start = Clock::now();
-    const auto claim = f.plane.claim(f.agent, id,
-                                     {{"worker_id", "w-0"},
-                                      {"expected_revision", view["revision"]},
-                                      {"execution_digest", view["execution_digest"]}});
+    const auto claim = f.plane.claim(
+        f.agent, id,
+        aios::fleet::claim_request_of({{"worker_id", "w-0"},
+                                       {"expected_revision", view["revision"]},
+                                       {"execution_digest", view["execution_digest"]}}));
     micros.push_back(seconds_since(start) * 1e6);
     f.plane.release(f.agent, id,
-                    {{"lease_token", claim["lease_token"]}, {"failure_class", "bench_release"}});
+                    aios::fleet::release_of({{"lease_token", claim["lease_token"]},
+                                             {"failure_class", "bench_release"}}));
     f.plane.record_worker_success("w-0");  // keep the circuit closed between samples
   }
   std::sort(micros.begin(), micros.end());

@@ -26,6 +26,7 @@
 #include "aios/resolution.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
+#include "aios/task.hpp"
 
 namespace aios {
 
@@ -71,6 +72,57 @@ inline constexpr std::string_view kRefusedReleaseClass = "envelope_refused";
 // The body's worker_id, or WORKER_ID_INVALID when it is missing, empty or not a string.
 std::string worker_id_of(const nlohmann::json& body);
 
+// The bodies of the task plane's calls, typed. The Task API parses each request body once, at
+// its edge, with the function beside its type, which refuses a malformed body with the single
+// call's code before anything is looked up; the plane takes only these.
+struct PollRequest {
+  std::string worker_id;
+  std::size_t limit = 10;  // 1..100 (LIMIT_INVALID)
+};
+PollRequest poll_request_of(const nlohmann::json& body);
+
+// A claim is a compare-and-swap on the revision and the envelope digest the worker saw.
+struct ClaimRequest {
+  std::string worker_id;
+  std::int64_t expected_revision = 0;
+  std::string execution_digest;
+};
+ClaimRequest claim_request_of(const nlohmann::json& body);
+
+struct Heartbeat {
+  std::string lease_token;
+  std::string stage;  // at most 64 bytes (STAGE_INVALID), echoed
+};
+Heartbeat heartbeat_of(const nlohmann::json& body);
+
+struct ResultSubmission {
+  task::LeaseProof proof;
+  std::string idempotency_key{};
+  std::string result_json{};     // canonical, at most max_result_bytes (RESULT_TOO_LARGE)
+  std::string request_sha256{};  // what a replay must match (the token left out)
+};
+ResultSubmission result_submission_of(const nlohmann::json& body, std::size_t max_result_bytes);
+
+struct Release {
+  std::string lease_token;
+  std::string failure_class;  // an identifier (FAILURE_CLASS_INVALID)
+  std::string reason;
+};
+Release release_of(const nlohmann::json& body);
+
+struct Verification {
+  std::int64_t expected_revision = 0;
+  std::string decision;  // PASS, NEEDS_REWORK or FAIL (VERIFICATION_DECISION_INVALID)
+  std::string reason;
+};
+Verification verification_of(const nlohmann::json& body);
+
+struct Cancellation {
+  std::optional<std::int64_t> expected_revision;  // none: whatever the revision
+  std::string reason;
+};
+Cancellation cancellation_of(const nlohmann::json& body);
+
 }  // namespace fleet
 
 class TaskPlane {
@@ -84,6 +136,7 @@ class TaskPlane {
   TaskPlane(store::Store& store, const Environment& environment, TaskPlaneOptions options = {},
             const resolution::Resolver* resolver = nullptr);
   ~TaskPlane();
+  const TaskPlaneOptions& options() const { return options_; }
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
 
@@ -158,13 +211,14 @@ class TaskPlane {
   // check, task counts by status and the number of workers.
   nlohmann::json store_status();
 
-  // Agent: {worker_id, limit} -> {"tasks": [...]} ranked, eligible, reserving nothing.
-  nlohmann::json poll(const Agent& agent, const nlohmann::json& body);
+  // Agent: {"tasks": [...]} ranked, eligible, reserving nothing.
+  nlohmann::json poll(const Agent& agent, const fleet::PollRequest& request);
   // poll's answer as nlohmann's dump() gives it, for the HTTP answer: it is put together from
-  // cached task views, so a poll does not rebuild and re-serialise the queue head every time.
-  std::string poll_text(const Agent& agent, const nlohmann::json& body);
-  // Agent: {worker_id, expected_revision, execution_digest} -> claim with a new lease token.
-  nlohmann::json claim(const Agent& agent, const std::string& task_id, const nlohmann::json& body);
+  // the task views' text, so a poll does not rebuild and re-serialise the queue head each time.
+  std::string poll_text(const Agent& agent, const fleet::PollRequest& request);
+  // Agent: the claim, with a new lease token.
+  nlohmann::json claim(const Agent& agent, const std::string& task_id,
+                       const fleet::ClaimRequest& request);
   // The next task this worker may take, claimed in one transaction: the poll's ranking and
   // eligibility, the claim's CAS, reservation and TASK_CLAIMED event together, as a queue's
   // SKIP LOCKED fetch does. With a resolver the answer also holds "envelope" (and a candidate
@@ -194,9 +248,10 @@ class TaskPlane {
   // task quarantine of its ends): the long polls sleep until then instead of retrying.
   std::map<std::string, std::chrono::milliseconds> claim_windows();
   nlohmann::json heartbeat(const Agent& agent, const std::string& task_id,
-                           const nlohmann::json& body);
+                           const fleet::Heartbeat& heartbeat);
+  // {201 new | 200 the stored answer of an identical replay, the answer}.
   std::pair<int, nlohmann::json> submit_result(const Agent& agent, const std::string& task_id,
-                                               const nlohmann::json& body);
+                                               const fleet::ResultSubmission& submission);
   // submit_result, then claim_next_many for `worker_id` in the same transaction (one commit,
   // so a busy worker's step from one job to the next costs one fsync): the result stands
   // whatever the claim meets, and the claim's error, if any, is kept apart.
@@ -207,16 +262,31 @@ class TaskPlane {
     std::exception_ptr claim_error;
   };
   ResultThenClaim submit_result_then_claim(const Agent& agent, const std::string& task_id,
-                                           const nlohmann::json& body, const std::string& worker_id,
-                                           std::size_t max_tasks);
+                                           const fleet::ResultSubmission& submission,
+                                           const std::string& worker_id, std::size_t max_tasks);
 
   // Batches, for owners fanning out work and workers with many slots: every item is checked
   // as its single call checks it, then applied under a savepoint of its own, all in one
   // transaction, so an item goes through whole or is refused alone with its code. Answers
   // are in request order: each the single call's own answer, or {"task_id", "error"}.
+  // One item: its task id and its call, or the refusal its parse met at the edge (an
+  // aios::Error; the item is then answered with that code alone).
+  template <class Call>
   struct BatchItem {
     std::string task_id;
-    nlohmann::json body;  // the single call's body
+    std::optional<Call> call;
+    std::exception_ptr refused;
+    // The item of `task_id` whose `body` `parse` (one of fleet's `*_of`) makes into its call.
+    template <class Parse>
+    static BatchItem of(std::string task_id, const nlohmann::json& body, const Parse& parse) {
+      BatchItem item{.task_id = std::move(task_id), .call = std::nullopt, .refused = nullptr};
+      try {
+        item.call = parse(body);
+      } catch (const Error&) {
+        item.refused = std::current_exception();
+      }
+      return item;
+    }
   };
   // Owner: create_task for each body (a task id a second time in one batch:
   // TASK_ALREADY_EXISTS). {"tasks": [...]}.
@@ -229,16 +299,17 @@ class TaskPlane {
     std::vector<nlohmann::json> claims;
     std::exception_ptr claim_error;
   };
-  ResultsThenClaims submit_results(const Agent& agent, const std::vector<BatchItem>& results,
+  ResultsThenClaims submit_results(const Agent& agent,
+                                   const std::vector<BatchItem<fleet::ResultSubmission>>& results,
                                    const std::string& worker_id, std::size_t max_tasks);
   // Owner: verify for each. {"verifications": [...]}.
-  nlohmann::json verify_many(const std::vector<BatchItem>& verifications);
+  nlohmann::json verify_many(const std::vector<BatchItem<fleet::Verification>>& verifications);
   nlohmann::json release(const Agent& agent, const std::string& task_id,
-                         const nlohmann::json& body);
+                         const fleet::Release& release);
 
   // Owner transitions.
-  nlohmann::json verify(const std::string& task_id, const nlohmann::json& body);
-  nlohmann::json cancel(const std::string& task_id, const nlohmann::json& body);
+  nlohmann::json verify(const std::string& task_id, const fleet::Verification& verification);
+  nlohmann::json cancel(const std::string& task_id, const fleet::Cancellation& cancellation);
 
   // Returns every CLAIMED task whose lease has expired to QUEUED (or FAILED when its attempts
   // are spent), one transaction each; the number swept.

@@ -17,6 +17,13 @@ void rethrow_unless_refusal(const std::exception_ptr& error) {
   }
 }
 
+// An item the edge could not parse is refused with the code its parse met.
+template <class Call>
+void check_item(const TaskPlane::BatchItem<Call>& item) {
+  if (item.refused) std::rethrow_exception(item.refused);
+  if (!item.call) envelope::fail(ErrorCode::REQUEST_INVALID);
+}
+
 }  // namespace
 
 std::vector<std::exception_ptr> fleet::run_batch(
@@ -91,22 +98,17 @@ nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks)
   return {{"tasks", std::move(out)}};
 }
 
-TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
-                                                       const std::vector<BatchItem>& results,
-                                                       const std::string& worker_id,
-                                                       std::size_t max_tasks) {
+TaskPlane::ResultsThenClaims TaskPlane::submit_results(
+    const Agent& agent, const std::vector<BatchItem<fleet::ResultSubmission>>& results,
+    const std::string& worker_id, std::size_t max_tasks) {
   const auto now = store_.now();
-  std::vector<std::optional<fleet::ResultSubmission>> checked(results.size());
   auto grants = new_grants(worker_id.empty() ? 0 : max_tasks);
   std::vector<fleet::ResultApplied> applied(results.size());
   ResultsThenClaims out;
   const auto outcome = fleet::run_batch(
-      store_, results.size(),
-      [&](std::size_t i) {
-        checked[i] = fleet::result_submission_of(results[i].body, options_.max_result_bytes);
-      },
+      store_, results.size(), [&](std::size_t i) { check_item(results[i]); },
       [&](store::Transaction& tx, std::size_t i) {
-        applied[i] = fleet::apply_result(tx, agent, results[i].task_id, *checked[i], now);
+        applied[i] = fleet::apply_result(tx, agent, results[i].task_id, *results[i].call, now);
       },
       [&](store::Transaction& tx) {
         out.claims.clear();
@@ -132,15 +134,15 @@ TaskPlane::ResultsThenClaims TaskPlane::submit_results(const Agent& agent,
   return out;
 }
 
-nlohmann::json TaskPlane::verify_many(const std::vector<BatchItem>& verifications) {
+nlohmann::json TaskPlane::verify_many(
+    const std::vector<BatchItem<fleet::Verification>>& verifications) {
   const std::string now_iso = format_iso8601(store_.now());
-  std::vector<std::optional<fleet::Verification>> checked(verifications.size());
   std::vector<fleet::VerificationApplied> applied(verifications.size());
   const auto outcome = fleet::run_batch(
-      store_, verifications.size(),
-      [&](std::size_t i) { checked[i] = fleet::verification_of(verifications[i].body); },
+      store_, verifications.size(), [&](std::size_t i) { check_item(verifications[i]); },
       [&](store::Transaction& tx, std::size_t i) {
-        applied[i] = fleet::apply_verification(tx, verifications[i].task_id, *checked[i], now_iso);
+        applied[i] = fleet::apply_verification(tx, verifications[i].task_id, *verifications[i].call,
+                                               now_iso);
       });
   nlohmann::json out = nlohmann::json::array();
   std::size_t requeued = 0;

@@ -11,9 +11,6 @@ namespace aios {
 namespace {
 
 using envelope::fail;
-using envelope::kNull;
-
-const nlohmann::json kDefaultLimit = 10;
 
 constexpr double kLivenessGranularity = 1.0;  // seconds
 
@@ -56,19 +53,9 @@ void record_unresolved(store::Transaction& tx, const store::TaskRow& row, const 
 
 }  // namespace
 
-std::string fleet::worker_id_of(const nlohmann::json& body) {
-  const auto& id = envelope::get_or(body, "worker_id", kNull);
-  if (!id.is_string() || id.get_ref<const std::string&>().empty()) {
-    fail(ErrorCode::WORKER_ID_INVALID);
-  }
-  return id;
-}
-
-std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body) {
-  envelope::require_known_keys(body, {"worker_id", "limit"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string worker_id = fleet::worker_id_of(body);
-  const auto limit = static_cast<std::size_t>(envelope::require_int(
-      envelope::get_or(body, "limit", kDefaultLimit), 1, 100, ErrorCode::LIMIT_INVALID));
+std::string TaskPlane::poll_text(const Agent& agent, const fleet::PollRequest& request) {
+  const std::string& worker_id = request.worker_id;
+  const auto limit = request.limit;
   const double now = to_epoch_seconds(store_.now());
   using View = std::shared_ptr<const std::string>;
   std::vector<View> tasks;
@@ -128,22 +115,14 @@ std::string TaskPlane::poll_text(const Agent& agent, const nlohmann::json& body)
   return text;
 }
 
-nlohmann::json TaskPlane::poll(const Agent& agent, const nlohmann::json& body) {
+nlohmann::json TaskPlane::poll(const Agent& agent, const fleet::PollRequest& request) {
   // The text is our own, of stored values each bounded on entry, a few levels down.
-  return parse_json(poll_text(agent, body), kMaxJsonDepth + 8);
+  return parse_json(poll_text(agent, request), kMaxJsonDepth + 8);
 }
 
 nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
-                                const nlohmann::json& body) {
-  envelope::require_exact_keys(body, {"worker_id", "expected_revision", "execution_digest"},
-                               ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string worker_id = fleet::worker_id_of(body);
-  const auto expected_revision =
-      envelope::require_int(body["expected_revision"], 0, INT64_MAX, ErrorCode::REVISION_INVALID);
-  const auto& digest_value = body["execution_digest"];
-  if (!digest_value.is_string() || !is_sha256_hex(digest_value.get_ref<const std::string&>())) {
-    fail(ErrorCode::EXECUTION_DIGEST_INVALID);
-  }
+                                const fleet::ClaimRequest& request) {
+  const std::string& worker_id = request.worker_id;
   auto grants = new_grants(1);
   const ClaimGrant& grant = grants.at(0);
   nlohmann::json response;
@@ -151,9 +130,10 @@ nlohmann::json TaskPlane::claim(const Agent& agent, const std::string& task_id,
     const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
     auto row = task::load(tx, task_id);
     if (row.status != "QUEUED") fail(ErrorCode::TASK_NOT_CLAIMABLE);
-    if (row.revision != expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    if (row.revision != request.expected_revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
     const auto facts = fleet::facts_of(row);
-    if (facts.execution_digest != digest_value) fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
+    if (facts.execution_digest != request.execution_digest)
+      fail(ErrorCode::TASK_EXECUTION_DIGEST_MISMATCH);
     if (row.attempt >= row.max_attempts) fail(ErrorCode::TASK_ATTEMPTS_EXHAUSTED);
     const auto reasons = fleet::ineligibility_reasons(
         claimant(worker, grant.now), row, facts, tx.task_quarantined(task_id, worker_id, grant.now),

@@ -143,13 +143,6 @@ NewTask new_task(const nlohmann::json& body, const resolution::Resolver* resolve
 // (TASK_ALREADY_EXISTS for another body under the id).
 std::pair<int, nlohmann::json> store_new_task(store::Transaction& tx, const NewTask& task);
 
-struct ResultSubmission {
-  task::LeaseProof proof;
-  std::string idempotency_key{};
-  std::string result_json{};  // canonical
-  std::string request_sha256{};
-};
-ResultSubmission result_submission_of(const nlohmann::json& body, std::size_t max_result_bytes);
 struct ResultApplied {
   int status = 201;  // 200: the replay of a stored submission
   nlohmann::json answer;
@@ -158,12 +151,6 @@ struct ResultApplied {
 ResultApplied apply_result(store::Transaction& tx, const Agent& agent, const std::string& task_id,
                            const ResultSubmission& submission, TimePoint now);
 
-struct Verification {
-  std::int64_t expected_revision = 0;
-  std::string decision;
-  std::string reason;
-};
-Verification verification_of(const nlohmann::json& body);
 struct VerificationApplied {
   nlohmann::json view;
   bool requeued = false;  // NEEDS_REWORK sent it back to the queue

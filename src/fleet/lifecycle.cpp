@@ -10,16 +10,6 @@ namespace aios {
 namespace {
 
 using envelope::fail;
-using envelope::kEmptyText;
-using envelope::kNull;
-
-std::string reason_of(const nlohmann::json& body) {
-  const auto& reason = envelope::get_or(body, "reason", kEmptyText);
-  if (!reason.is_string() || count_code_points(reason.get_ref<const std::string&>()) > 512) {
-    fail(ErrorCode::REASON_INVALID);
-  }
-  return reason;
-}
 
 // Back to the queue, or FAILED when no attempt is left; the lease and claimant are cleared.
 void requeue_or_fail(store::TaskRow& row) {
@@ -60,22 +50,14 @@ void quarantine_task_for_worker(store::Transaction& tx, const store::TaskRow& ro
 
 }  // namespace
 
-namespace fleet {}  // namespace fleet
-
 nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_id,
-                                    const nlohmann::json& body) {
-  envelope::require_known_keys(body, {"lease_token", "stage"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = task::lease_token_of(body);
-  const auto& stage = envelope::get_or(body, "stage", kEmptyText);
-  if (!stage.is_string() || stage.get_ref<const std::string&>().size() > 64) {
-    fail(ErrorCode::STAGE_INVALID);
-  }
+                                    const fleet::Heartbeat& heartbeat) {
   const auto now = store_.now();
   const auto expires = now + options_.lease;
   nlohmann::json response;
   store_.write([&](store::Transaction& tx) {
     auto row = task::load(tx, task_id);
-    task::check_lease(tx, row, agent.agent_id, token, now);
+    task::check_lease(tx, row, agent.agent_id, heartbeat.lease_token, now);
     // A heartbeat extends the lease; it is not a lifecycle transition, so the revision stays.
     // The lease generation moves instead: a sweep that judged the old lease expired cannot
     // commit over this one.
@@ -85,34 +67,10 @@ nlohmann::json TaskPlane::heartbeat(const Agent& agent, const std::string& task_
     tx.extend_claim(task_id, row.claim_id, to_epoch_seconds(expires));
     response = {{"task_id", task_id},
                 {"lease_expires_at", row.lease_expires_at},
-                {"stage", stage},
+                {"stage", heartbeat.stage},
                 {"revision", row.revision}};
   });
   return response;
-}
-
-fleet::ResultSubmission fleet::result_submission_of(const nlohmann::json& body,
-                                                    std::size_t max_result_bytes) {
-  if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
-  envelope::require_exact_keys(
-      body, {"lease_token", "attempt", "execution_digest", "idempotency_key", "result"},
-      ErrorCode::REQUEST_FIELDS_INVALID);
-  ResultSubmission submission{.proof = task::lease_proof_of(body)};
-  const auto& key = body["idempotency_key"];
-  if (!key.is_string() || !envelope::is_idempotency_key(key.get_ref<const std::string&>())) {
-    fail(ErrorCode::IDEMPOTENCY_KEY_INVALID);
-  }
-  submission.idempotency_key = key;
-  const auto& result = body["result"];
-  if (!result.is_object()) fail(ErrorCode::RESULT_INVALID);
-  submission.result_json = canonical_json(result);
-  if (submission.result_json.size() > max_result_bytes) fail(ErrorCode::RESULT_TOO_LARGE);
-  // The token is left out: a replay after the lease ended must still find the stored answer.
-  submission.request_sha256 = digest({{"attempt", submission.proof.attempt},
-                                      {"execution_digest", submission.proof.execution_digest},
-                                      {"idempotency_key", key},
-                                      {"result", result}});
-  return submission;
 }
 
 fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& agent,
@@ -169,8 +127,7 @@ fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& ag
 
 std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
                                                         const std::string& task_id,
-                                                        const nlohmann::json& body) {
-  const auto submission = fleet::result_submission_of(body, options_.max_result_bytes);
+                                                        const fleet::ResultSubmission& submission) {
   const auto now = store_.now();
   fleet::ResultApplied applied;
   store_.write([&](store::Transaction& tx) {
@@ -180,13 +137,10 @@ std::pair<int, nlohmann::json> TaskPlane::submit_result(const Agent& agent,
   return {applied.status, std::move(applied.answer)};
 }
 
-TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(const Agent& agent,
-                                                               const std::string& task_id,
-                                                               const nlohmann::json& body,
-                                                               const std::string& worker_id,
-                                                               std::size_t max_tasks) {
+TaskPlane::ResultThenClaim TaskPlane::submit_result_then_claim(
+    const Agent& agent, const std::string& task_id, const fleet::ResultSubmission& submission,
+    const std::string& worker_id, std::size_t max_tasks) {
   if (worker_id.empty()) fail(ErrorCode::WORKER_ID_INVALID);
-  const auto submission = fleet::result_submission_of(body, options_.max_result_bytes);
   const auto now = store_.now();
   auto grants = new_grants(max_tasks);
   ResultThenClaim out;
@@ -218,26 +172,18 @@ void TaskPlane::results_committed(const std::vector<std::string>& freed_workers)
 }
 
 nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id,
-                                  const nlohmann::json& body) {
-  envelope::require_known_keys(body, {"lease_token", "failure_class", "reason"},
-                               ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string token = task::lease_token_of(body);
-  const auto& failure_class = envelope::get_or(body, "failure_class", kNull);
-  if (!failure_class.is_string() ||
-      !envelope::is_identifier(failure_class.get_ref<const std::string&>(), "_", 2, 63)) {
-    fail(ErrorCode::FAILURE_CLASS_INVALID);
-  }
-  const std::string reason = reason_of(body);
+                                  const fleet::Release& release) {
   const auto now = store_.now();
   const std::string now_iso = format_iso8601(now);
   nlohmann::json view;
   store_.write([&](store::Transaction& tx) {
     auto row = task::load(tx, task_id);
-    task::check_lease(tx, row, agent.agent_id, token, now);
+    task::check_lease(tx, row, agent.agent_id, release.lease_token, now);
+    const auto& failure_class = release.failure_class;
     const double now_s = to_epoch_seconds(now);
     // A worker that refuses what it was handed did not fail at running it: its circuit is
     // left alone, and the quarantine below still keeps it from taking the task straight back.
-    if (failure_class.get_ref<const std::string&>() != fleet::kRefusedReleaseClass) {
+    if (failure_class != fleet::kRefusedReleaseClass) {
       fleet::note_worker_failure(tx, row.claimed_by, now_s, options_.circuit_threshold,
                                  options_.circuit_cooldown);
     }
@@ -246,7 +192,7 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
     tx.append_event(task_id, "TASK_RELEASED", agent.agent_id,
                     {{"worker_id", worker_id},
                      {"failure_class", failure_class},
-                     {"reason", reason},
+                     {"reason", release.reason},
                      {"attempt", row.attempt},
                      {"status", row.status}},
                     now_iso);
@@ -254,23 +200,6 @@ nlohmann::json TaskPlane::release(const Agent& agent, const std::string& task_id
   });
   queue_changed();
   return view;
-}
-
-fleet::Verification fleet::verification_of(const nlohmann::json& body) {
-  if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
-  envelope::require_known_keys(body, {"expected_revision", "decision", "reason"},
-                               ErrorCode::REQUEST_FIELDS_INVALID);
-  Verification verification;
-  verification.expected_revision =
-      envelope::require_int(envelope::get_or(body, "expected_revision", kNull), 0, INT64_MAX,
-                            ErrorCode::REVISION_INVALID);
-  const auto& decision = envelope::get_or(body, "decision", kNull);
-  if (decision != "PASS" && decision != "NEEDS_REWORK" && decision != "FAIL") {
-    fail(ErrorCode::VERIFICATION_DECISION_INVALID);
-  }
-  verification.decision = decision;
-  verification.reason = reason_of(body);
-  return verification;
 }
 
 fleet::VerificationApplied fleet::apply_verification(store::Transaction& tx,
@@ -305,8 +234,8 @@ fleet::VerificationApplied fleet::apply_verification(store::Transaction& tx,
   return applied;
 }
 
-nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::json& body) {
-  const auto verification = fleet::verification_of(body);
+nlohmann::json TaskPlane::verify(const std::string& task_id,
+                                 const fleet::Verification& verification) {
   const std::string now_iso = format_iso8601(store_.now());
   fleet::VerificationApplied applied;
   store_.write([&](store::Transaction& tx) {
@@ -317,10 +246,8 @@ nlohmann::json TaskPlane::verify(const std::string& task_id, const nlohmann::jso
   return applied.view;
 }
 
-nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::json& body) {
-  envelope::require_known_keys(body, {"expected_revision", "reason"},
-                               ErrorCode::REQUEST_FIELDS_INVALID);
-  const std::string reason = reason_of(body);
+nlohmann::json TaskPlane::cancel(const std::string& task_id,
+                                 const fleet::Cancellation& cancellation) {
   const auto now = store_.now();
   const std::string now_iso = format_iso8601(now);
   nlohmann::json view;
@@ -328,9 +255,7 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
   store_.write([&](store::Transaction& tx) {
     auto row = task::load(tx, task_id);
     if (store::is_terminal_status(row.status)) fail(ErrorCode::TASK_TERMINAL);
-    if (body.contains("expected_revision") &&
-        envelope::require_int(body["expected_revision"], 0, INT64_MAX,
-                              ErrorCode::REVISION_INVALID) != row.revision) {
+    if (cancellation.expected_revision && *cancellation.expected_revision != row.revision) {
       fail(ErrorCode::TASK_REVISION_CONFLICT);
     }
     freed_worker.clear();
@@ -345,7 +270,8 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id, const nlohmann::jso
     row.lease_token_hash.clear();
     row.lease_expires_at.clear();
     commit_row(tx, row, now_iso);
-    tx.append_event(task_id, "TASK_CANCELLED", "owner-control", {{"reason", reason}}, now_iso);
+    tx.append_event(task_id, "TASK_CANCELLED", "owner-control", {{"reason", cancellation.reason}},
+                    now_iso);
     view = fleet::view_of(row);
   });
   // A claimed task's slot is free; a cancelled task itself is claimable by nobody.

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <iterator>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "aios/envelope.hpp"
@@ -166,20 +167,23 @@ nlohmann::json& batch_items(nlohmann::json& body, const char* field) {
   return *found;
 }
 
-// Each item of a per-task batch as {task_id, the single call's body}: the item without its
-// task_id (an item that is not an object, or names no task id, is refused on its own).
-std::vector<TaskPlane::BatchItem> task_items(nlohmann::json& items) {
-  std::vector<TaskPlane::BatchItem> out;
+// Each item of a per-task batch as its task id and its call, parsed by `parse` from the item
+// without its task_id, or the refusal the parse met: an item that is not an object, names no
+// task id or does not parse is refused on its own.
+template <class Parse>
+auto task_items(nlohmann::json& items, const Parse& parse) {
+  using Item = TaskPlane::BatchItem<std::invoke_result_t<const Parse&, const nlohmann::json&>>;
+  std::vector<Item> out;
   out.reserve(items.size());
-  for (auto& item : items) {
-    TaskPlane::BatchItem entry{.task_id = {}, .body = std::move(item)};
-    if (entry.body.is_object()) {
-      if (const auto id = entry.body.find("task_id"); id != entry.body.end()) {
-        if (id->is_string()) entry.task_id = id->get<std::string>();
-        entry.body.erase(id);
+  for (auto& body : items) {
+    std::string task_id;
+    if (body.is_object()) {
+      if (const auto id = body.find("task_id"); id != body.end()) {
+        if (id->is_string()) task_id = id->get<std::string>();
+        body.erase(id);
       }
     }
-    out.push_back(std::move(entry));
+    out.push_back(Item::of(std::move(task_id), body, parse));
   }
   return out;
 }
@@ -200,12 +204,13 @@ http::Response TaskApi::result(const Agent& agent, const std::string& task_id,
   // "claim_next": {worker_id, max_tasks?} also claims the worker's next tasks once the result
   // is durable, so a busy worker needs one request between two jobs. Checked before the result.
   const auto next = take_claim_next(body);
+  const auto submission = fleet::result_submission_of(body, plane_.options().max_result_bytes);
   if (next.worker_id.empty()) {
-    auto [status, response] = plane_.submit_result(agent, task_id, body);
+    auto [status, response] = plane_.submit_result(agent, task_id, submission);
     if (status == 201) metrics_.count_result();
     return http::json_response(status, response);
   }
-  auto out = plane_.submit_result_then_claim(agent, task_id, body, next.worker_id,
+  auto out = plane_.submit_result_then_claim(agent, task_id, submission, next.worker_id,
                                              next.max_tasks.value_or(1));
   if (out.status == 201) metrics_.count_result();
   note_claim_error(next.worker_id, out.claim_error);
@@ -227,8 +232,14 @@ void TaskApi::note_claim_error(const std::string& worker_id, const std::exceptio
 
 http::Response TaskApi::results(const Agent& agent, nlohmann::json body) {
   const auto next = take_claim_next(body);
-  auto out = plane_.submit_results(agent, task_items(batch_items(body, "results")), next.worker_id,
-                                   next.max_tasks.value_or(1));
+  const auto max_result_bytes = plane_.options().max_result_bytes;
+  auto out =
+      plane_.submit_results(agent,
+                            task_items(batch_items(body, "results"),
+                                       [max_result_bytes](const nlohmann::json& item) {
+                                         return fleet::result_submission_of(item, max_result_bytes);
+                                       }),
+                            next.worker_id, next.max_tasks.value_or(1));
   metrics_.count_result(out.stored);
   note_claim_error(next.worker_id, out.claim_error);
   metrics_.count_claim(out.claims.size());
@@ -408,13 +419,15 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     route_name = "tasks_verifications";
     need_owner();
     auto body = http::json_object_body(request);
-    return ok(plane_.verify_many(task_items(batch_items(body, "verifications"))));
+    return ok(
+        plane_.verify_many(task_items(batch_items(body, "verifications"), fleet::verification_of)));
   }
   if (n == 3 && parts[2] == "poll" && method == "POST") {
     route_name = "tasks_poll";
     const Agent& caller = need_agent();
     http::Response response;
-    response.body = plane_.poll_text(caller, http::json_object_body(request));
+    response.body =
+        plane_.poll_text(caller, fleet::poll_request_of(http::json_object_body(request)));
     return response;
   }
   if (n == 3 && parts[2] == "claim-next" && method == "POST") {
@@ -452,17 +465,18 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (method == "GET" && action == "eligibility") return ok(plane_.eligibility(task_id));
   if (method != "POST") fail(ErrorCode::NOT_FOUND);
   if (action == "claim") {
-    auto response = plane_.claim(*agent, task_id, http::json_object_body(request));
+    auto response =
+        plane_.claim(*agent, task_id, fleet::claim_request_of(http::json_object_body(request)));
     metrics_.count_claim();
     return ok(response);
   }
-  if (action == "heartbeat")
-    return ok(plane_.heartbeat(*agent, task_id, http::json_object_body(request)));
   if (action == "result") return result(*agent, task_id, http::json_object_body(request));
-  if (action == "release")
-    return ok(plane_.release(*agent, task_id, http::json_object_body(request)));
-  if (action == "verification") return ok(plane_.verify(task_id, http::json_object_body(request)));
-  if (action == "cancel") return ok(plane_.cancel(task_id, http::json_object_body(request)));
+  const auto body = [&request] { return http::json_object_body(request); };
+  if (action == "heartbeat")
+    return ok(plane_.heartbeat(*agent, task_id, fleet::heartbeat_of(body())));
+  if (action == "release") return ok(plane_.release(*agent, task_id, fleet::release_of(body())));
+  if (action == "verification") return ok(plane_.verify(task_id, fleet::verification_of(body())));
+  if (action == "cancel") return ok(plane_.cancel(task_id, fleet::cancellation_of(body())));
   route_name = "unknown";
   fail(ErrorCode::NOT_FOUND);
 }

@@ -79,7 +79,8 @@ TEST_F(AuthorizationTest, AnotherAgentCannotActOnTheClaim) {
   const std::vector<Case> cases = {
       {"heartbeat",
        [&] {
-         plane_.heartbeat(intruder_, "auth-1", {{"lease_token", claimed_["lease_token"]}});
+         plane_.heartbeat(intruder_, "auth-1",
+                          fleet::heartbeat_of({{"lease_token", claimed_["lease_token"]}}));
        }},
       {"result", [&] { submit(intruder_, claimed_); }},
       {"release", [&] { release(intruder_, claimed_); }},
@@ -114,11 +115,12 @@ TEST_F(AuthorizationTest, WrongTokenIsRefusedForTheOwnerToo) {
   EXPECT_EQ(code_of([&] { submit(owner_, forged); }), "LEASE_INVALID");
   EXPECT_EQ(code_of([&] { release(owner_, forged); }), "LEASE_INVALID");
   EXPECT_EQ(code_of([&] {
-              plane_.heartbeat(owner_, "auth-1", {{"lease_token", forged["lease_token"]}});
+              plane_.heartbeat(owner_, "auth-1",
+                               fleet::heartbeat_of({{"lease_token", forged["lease_token"]}}));
             }),
             "LEASE_INVALID");
   EXPECT_EQ(code_of([&] {
-              plane_.heartbeat(owner_, "auth-1", {{"lease_token", ""}});
+              plane_.heartbeat(owner_, "auth-1", fleet::heartbeat_of({{"lease_token", ""}}));
             }),
             "LEASE_INVALID");
 }
@@ -129,7 +131,7 @@ TEST_F(AuthorizationTest, AnotherAgentCannotUseOrTakeOverAWorker) {
   create_task("auth-2");
 
   EXPECT_EQ(code_of([&] {
-              plane_.poll(intruder_, {{"worker_id", "worker-owner"}});
+              plane_.poll(intruder_, fleet::poll_request_of({{"worker_id", "worker-owner"}}));
             }),
             "WORKER_AGENT_MISMATCH");
   EXPECT_EQ(code_of([&] { claim(intruder_, "auth-2", "worker-owner"); }), "WORKER_AGENT_MISMATCH");

@@ -21,14 +21,19 @@ class BatchTest : public OneWorkerTest {
     return task_body(spec);
   }
 
-  // A result item for `claimed` as POST /v1/tasks/results carries it, without its task_id.
-  static TaskPlane::BatchItem result_item(const Json& claimed, const std::string& key) {
-    return {claimed["task_id"].get<std::string>(),
-            {{"lease_token", claimed["lease_token"]},
-             {"attempt", claimed["attempt"]},
-             {"execution_digest", claimed["execution_digest"]},
-             {"idempotency_key", key},
-             {"result", {{"summary", "done"}}}}};
+  // A result item for `claimed` as POST /v1/tasks/results carries it, without its task_id,
+  // parsed as the Task API parses it; `attempt`: another attempt than the claim's.
+  TaskPlane::BatchItem<fleet::ResultSubmission> result_item(
+      const Json& claimed, const std::string& key, std::optional<std::int64_t> attempt = {}) {
+    const Json body = {{"lease_token", claimed["lease_token"]},
+                       {"attempt", attempt ? Json(*attempt) : claimed["attempt"]},
+                       {"execution_digest", claimed["execution_digest"]},
+                       {"idempotency_key", key},
+                       {"result", {{"summary", "done"}}}};
+    return TaskPlane::BatchItem<fleet::ResultSubmission>::of(
+        claimed["task_id"].get<std::string>(), body, [this](const Json& item) {
+          return fleet::result_submission_of(item, plane_.options().max_result_bytes);
+        });
   }
 };
 
@@ -98,8 +103,7 @@ TEST_F(BatchTest, SubmitsEachResultAloneThenClaimsWithTheSlotsTheyFreed) {
   for (const auto* id : {"res-1", "res-2", "res-3", "res-4", "res-5"}) create_task(id);
   const auto held = plane_.claim_next_many(agent_, "worker-batch", 3);
   ASSERT_EQ(held.size(), 3U);
-  auto stale = result_item(held[1], "key-res-2");
-  stale.body["attempt"] = 2;
+  const auto stale = result_item(held[1], "key-res-2", 2);
 
   const auto out = plane_.submit_results(
       agent_, {result_item(held[0], "key-res-1"), stale, result_item(held[2], "key-res-3")},
@@ -157,9 +161,10 @@ TEST_F(BatchTest, VerifiesEachTaskAloneAndWakesForTheOnesSentBack) {
   }
   ASSERT_EQ(verifying.size(), 3U);
   const auto item = [&](std::size_t i, const std::string& decision, std::int64_t revision) {
-    return TaskPlane::BatchItem{
+    return TaskPlane::BatchItem<fleet::Verification>::of(
         verifying[i]["task_id"].get<std::string>(),
-        {{"expected_revision", revision}, {"decision", decision}, {"reason", "checked"}}};
+        {{"expected_revision", revision}, {"decision", decision}, {"reason", "checked"}},
+        fleet::verification_of);
   };
   int signalled = 0;
   plane_.on_queue_change(
@@ -168,7 +173,8 @@ TEST_F(BatchTest, VerifiesEachTaskAloneAndWakesForTheOnesSentBack) {
   const auto answer =
       plane_.verify_many({item(0, "PASS", verifying[0]["revision"]), item(1, "PASS", 1),
                           item(2, "NEEDS_REWORK", verifying[2]["revision"]),
-                          TaskPlane::BatchItem{"ver-1", Json::array()}});
+                          TaskPlane::BatchItem<fleet::Verification>::of("ver-1", Json::array(),
+                                                                        fleet::verification_of)});
   plane_.on_queue_change(nullptr);
 
   const auto& items = answer["verifications"];

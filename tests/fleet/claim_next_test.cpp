@@ -276,10 +276,11 @@ TEST_F(ClaimNextTest, ARefusalReleaseSparesTheCircuitButQuarantinesTheTask) {
   const auto claimed = plane_.claim_next(agent_, "worker-next");
   ASSERT_TRUE(claimed.has_value());
 
-  const Json released = plane_.release(agent_, "refuse-1",
-                                       {{"lease_token", (*claimed)["lease_token"]},
+  const Json released =
+      plane_.release(agent_, "refuse-1",
+                     fleet::release_of({{"lease_token", (*claimed)["lease_token"]},
                                         {"failure_class", fleet::kRefusedReleaseClass},
-                                        {"reason", "TASK_ENVELOPE_DRIFT"}});
+                                        {"reason", "TASK_ENVELOPE_DRIFT"}}));
 
   EXPECT_EQ(released["status"], "QUEUED");
   EXPECT_EQ(worker_entry("worker-next")["consecutive_failures"], 0);
@@ -305,8 +306,9 @@ TEST_F(ClaimNextTest, TransitionsThatCanFreeWorkSignalTheQueue) {
   EXPECT_EQ(signals, 1);
   const auto claimed = plane_.claim_next(agent_, "worker-next");
   ASSERT_TRUE(claimed.has_value());
-  plane_.heartbeat(agent_, "signal-1",
-                   {{"lease_token", (*claimed)["lease_token"]}, {"stage", "running"}});
+  plane_.heartbeat(
+      agent_, "signal-1",
+      fleet::heartbeat_of({{"lease_token", (*claimed)["lease_token"]}, {"stage", "running"}}));
   EXPECT_EQ(signals, 1);
   EXPECT_EQ(submit(agent_, *claimed).first, 201);
   EXPECT_EQ(signals, 2);
@@ -317,8 +319,8 @@ TEST_F(ClaimNextTest, TransitionsThatCanFreeWorkSignalTheQueue) {
   const auto held = plane_.claim_next(agent_, "worker-next");
   ASSERT_TRUE(held.has_value());
   EXPECT_EQ((*held)["task_id"], "signal-3");
-  plane_.cancel("signal-3", {{"reason", "claimed, then cancelled"}});
-  plane_.cancel("signal-2", {{"reason", "cancelled while queued"}});
+  plane_.cancel("signal-3", fleet::cancellation_of({{"reason", "claimed, then cancelled"}}));
+  plane_.cancel("signal-2", fleet::cancellation_of({{"reason", "cancelled while queued"}}));
   plane_.configure_worker("worker-next", {{"max_slots", 3}});
   EXPECT_EQ(seen, (std::vector<std::string>{"1:", "0:worker-next",
                                             "1:", "1:", "1:", "0:worker-next", "0:worker-next"}));

@@ -174,24 +174,26 @@ class PlaneTest : public ::testing::Test {
   }
 
   Json claim(const Agent& agent, const std::string& task_id, const std::string& worker_id) {
-    return plane_.claim(agent, task_id, claim_body(task_id, worker_id));
+    return plane_.claim(agent, task_id, fleet::claim_request_of(claim_body(task_id, worker_id)));
   }
 
   std::pair<int, Json> submit(const Agent& agent, const Json& claimed,
                               const std::string& key = "result-key-0001") {
-    return plane_.submit_result(agent, claimed["task_id"].get<std::string>(),
-                                {{"lease_token", claimed["lease_token"]},
-                                 {"attempt", claimed["attempt"]},
-                                 {"execution_digest", claimed["execution_digest"]},
-                                 {"idempotency_key", key},
-                                 {"result", {{"summary", "done"}}}});
+    return plane_.submit_result(
+        agent, claimed["task_id"].get<std::string>(),
+        fleet::result_submission_of({{"lease_token", claimed["lease_token"]},
+                                     {"attempt", claimed["attempt"]},
+                                     {"execution_digest", claimed["execution_digest"]},
+                                     {"idempotency_key", key},
+                                     {"result", {{"summary", "done"}}}},
+                                    plane_.options().max_result_bytes));
   }
 
   Json release(const Agent& agent, const Json& claimed) {
     return plane_.release(agent, claimed["task_id"].get<std::string>(),
-                          {{"lease_token", claimed["lease_token"]},
-                           {"failure_class", "runtime_crash"},
-                           {"reason", "the runtime crashed"}});
+                          fleet::release_of({{"lease_token", claimed["lease_token"]},
+                                             {"failure_class", "runtime_crash"},
+                                             {"reason", "the runtime crashed"}}));
   }
 
   // The worker's entry in fleet_view().

@@ -127,7 +127,8 @@ TEST_F(FleetOrderTest, CapacityReservationIsAtomicUnderConcurrentPullers) {
       for (std::size_t i = 0; i < 2; ++i) {
         pullers.emplace_back([&, i] {
           start.arrive_and_wait();
-          outcomes[i] = code_of([&] { plane_.claim(agent, tasks[i], bodies[i]); });
+          outcomes[i] =
+              code_of([&] { plane_.claim(agent, tasks[i], fleet::claim_request_of(bodies[i])); });
         });
       }
     }
@@ -144,7 +145,7 @@ TEST_F(FleetOrderTest, CapacityReservationIsAtomicUnderConcurrentPullers) {
     EXPECT_EQ(view(loser)["status"], "QUEUED");
     EXPECT_EQ(view(loser)["revision"], 1);
     // Free the slot for the next round.
-    plane_.cancel(winner, {{"reason", "round over"}});
+    plane_.cancel(winner, fleet::cancellation_of({{"reason", "round over"}}));
     EXPECT_EQ(worker_entry("worker-race")["used_slots"], 0);
   }
 }
@@ -157,7 +158,7 @@ TEST_F(FleetOrderTest, RankIsReadOnly) {
   create_task(project_task("task-a", "tenant-a", "project-a"));
   create_task(project_task("task-b", "tenant-a", "project-a"));
 
-  const Json polled = plane_.poll(agent, {{"worker_id", "worker-rank"}});
+  const Json polled = plane_.poll(agent, fleet::poll_request_of({{"worker_id", "worker-rank"}}));
 
   EXPECT_EQ(ids(polled["tasks"]), (std::vector<std::string>{"task-a", "task-b"}));
   EXPECT_EQ(count("SELECT COUNT(*) FROM fleet_dispatches"), 0);
@@ -175,7 +176,8 @@ TEST_F(FleetOrderTest, PollLimitKeepsTheRankPrefix) {
   register_worker(agent, "worker-limit");
   for (const char* id : {"limit-1", "limit-2", "limit-3"}) create_task(std::string(id));
 
-  const Json polled = plane_.poll(agent, {{"worker_id", "worker-limit"}, {"limit", 2}});
+  const Json polled =
+      plane_.poll(agent, fleet::poll_request_of({{"worker_id", "worker-limit"}, {"limit", 2}}));
 
   EXPECT_EQ(ids(polled["tasks"]), (std::vector<std::string>{"limit-1", "limit-2"}));
 }
@@ -209,9 +211,11 @@ TEST_F(FleetOrderTest, PollFollowsTheFleetOrderOfTheWholeQueue) {
   }
   ASSERT_EQ(expected.size(), 36u);
 
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "worker-mixed"}, {"limit", 100}})["tasks"]),
+  EXPECT_EQ(ids(plane_.poll(agent, fleet::poll_request_of(
+                                       {{"worker_id", "worker-mixed"}, {"limit", 100}}))["tasks"]),
             expected);
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "worker-mixed"}, {"limit", 7}})["tasks"]),
+  EXPECT_EQ(ids(plane_.poll(agent, fleet::poll_request_of(
+                                       {{"worker_id", "worker-mixed"}, {"limit", 7}}))["tasks"]),
             std::vector<std::string>(expected.begin(), expected.begin() + 7));
 }
 
@@ -281,8 +285,9 @@ TEST_F(FleetOrderTest, FullWorkerGetsNothingAndLeavesNoReservation) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM fleet_dispatches WHERE task_id='full-2'"), 0);
   EXPECT_EQ(view("full-2")["revision"], 1);
   // The poll still shows what it could take next; only the claim enforces the slot.
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "worker-full"}})["tasks"]),
-            (std::vector<std::string>{"full-2"}));
+  EXPECT_EQ(
+      ids(plane_.poll(agent, fleet::poll_request_of({{"worker_id", "worker-full"}}))["tasks"]),
+      (std::vector<std::string>{"full-2"}));
 }
 
 TEST_F(FleetOrderTest, RetryGoesToAnotherFailureDomainFirst) {
@@ -297,11 +302,12 @@ TEST_F(FleetOrderTest, RetryGoesToAnotherFailureDomainFirst) {
   create_task("domain-2");
   release(agent, claim(agent, "domain-1", "zone-a-1"));
 
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-a-2"}})["tasks"]),
+  EXPECT_EQ(ids(plane_.poll(agent, fleet::poll_request_of({{"worker_id", "zone-a-2"}}))["tasks"]),
             (std::vector<std::string>{"domain-2", "domain-1"}));
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-a-2"}, {"limit", 1}})["tasks"]),
+  EXPECT_EQ(ids(plane_.poll(
+                agent, fleet::poll_request_of({{"worker_id", "zone-a-2"}, {"limit", 1}}))["tasks"]),
             (std::vector<std::string>{"domain-2"}));
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-b-1"}})["tasks"]),
+  EXPECT_EQ(ids(plane_.poll(agent, fleet::poll_request_of({{"worker_id", "zone-b-1"}}))["tasks"]),
             (std::vector<std::string>{"domain-1", "domain-2"}));
   // Keep the answer alive: a range-for over a member of a temporary would dangle.
   const Json eligibility = plane_.eligibility("domain-1");
@@ -310,7 +316,7 @@ TEST_F(FleetOrderTest, RetryGoesToAnotherFailureDomainFirst) {
   }
 
   claim(agent, "domain-2", "zone-b-1");
-  EXPECT_EQ(ids(plane_.poll(agent, {{"worker_id", "zone-a-2"}})["tasks"]),
+  EXPECT_EQ(ids(plane_.poll(agent, fleet::poll_request_of({{"worker_id", "zone-a-2"}}))["tasks"]),
             (std::vector<std::string>{"domain-1"}));
 }
 

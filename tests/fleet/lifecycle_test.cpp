@@ -78,7 +78,8 @@ TEST_F(LifecycleTest, ClaimTakesItsTokensFromTheEnvironmentAndMarksItsCommitOnce
   create_task("draw-1");
   Json stale = claim_body("draw-1", "worker-life");
   stale["expected_revision"] = stale["expected_revision"].get<int>() + 7;
-  EXPECT_EQ(code_of([&] { plane_.claim(agent_, "draw-1", stale); }), "TASK_REVISION_CONFLICT");
+  EXPECT_EQ(code_of([&] { plane_.claim(agent_, "draw-1", fleet::claim_request_of(stale)); }),
+            "TASK_REVISION_CONFLICT");
   EXPECT_TRUE(faults_.phases().empty());
 
   const Json claimed = claim(agent_, "draw-1", "worker-life");
@@ -98,8 +99,9 @@ TEST_F(LifecycleTest, HeartbeatExtendsTheLease) {
   const Json claimed = claim(agent_, "beat-1", "worker-life");
   clock_.advance(seconds(100));
 
-  const Json beat = plane_.heartbeat(agent_, "beat-1",
-                                     {{"lease_token", claimed["lease_token"]}, {"stage", "run"}});
+  const Json beat = plane_.heartbeat(
+      agent_, "beat-1",
+      fleet::heartbeat_of({{"lease_token", claimed["lease_token"]}, {"stage", "run"}}));
 
   EXPECT_EQ(beat["lease_expires_at"], format_iso8601(clock_.now() + options_.lease));
   EXPECT_EQ(beat["revision"], claimed["revision"]);
@@ -121,7 +123,8 @@ TEST_F(LifecycleTest, ResultAfterExpiryIsRefusedBeforeTheSweeperRuns) {
 
   EXPECT_EQ(code_of([&] { submit(agent_, claimed); }), "LEASE_EXPIRED");
   EXPECT_EQ(code_of([&] {
-              plane_.heartbeat(agent_, "late-1", {{"lease_token", claimed["lease_token"]}});
+              plane_.heartbeat(agent_, "late-1",
+                               fleet::heartbeat_of({{"lease_token", claimed["lease_token"]}}));
             }),
             "LEASE_EXPIRED");
   EXPECT_EQ(code_of([&] { release(agent_, claimed); }), "LEASE_EXPIRED");
@@ -275,7 +278,7 @@ TEST_F(LifecycleTest, OfflineWorkerIsReportedAndPollIsItsLivenessSignal) {
   EXPECT_EQ(reasons("offline-1", "worker-life"), (std::vector<std::string>{"offline"}));
   EXPECT_EQ(worker_entry("worker-life")["online"], false);
 
-  const Json polled = plane_.poll(agent_, {{"worker_id", "worker-life"}});
+  const Json polled = plane_.poll(agent_, fleet::poll_request_of({{"worker_id", "worker-life"}}));
   ASSERT_EQ(polled["tasks"].size(), 1u);
   EXPECT_EQ(polled["tasks"][0]["task_id"], "offline-1");
   EXPECT_TRUE(reasons("offline-1", "worker-life").empty());
@@ -295,7 +298,7 @@ TEST_F(LifecycleTest, AClaimIsALivenessSignalRecordedAtMostOncePerSecond) {
   claim(agent_, "seen-2", "worker-life");
   EXPECT_EQ(worker_entry("worker-life")["last_seen_at"], format_iso8601(first));
   clock_.advance(std::chrono::milliseconds(500));
-  plane_.poll(agent_, {{"worker_id", "worker-life"}});
+  plane_.poll(agent_, fleet::poll_request_of({{"worker_id", "worker-life"}}));
   EXPECT_EQ(worker_entry("worker-life")["last_seen_at"], format_iso8601(clock_.now()));
 }
 
@@ -323,7 +326,7 @@ TEST_F(LifecycleTest, TenantRestrictedWorkerIsKeptToItsTenants) {
       {"tenant-a-1", {}, "OK"},
       {"tenant-a-2", {}, "OK"},
   };
-  const Json polled = plane_.poll(agent_, {{"worker_id", "worker-tenant"}});
+  const Json polled = plane_.poll(agent_, fleet::poll_request_of({{"worker_id", "worker-tenant"}}));
   std::vector<std::string> offered;
   for (const auto& task : polled["tasks"]) offered.push_back(task["task_id"]);
   EXPECT_EQ(offered, (std::vector<std::string>{"tenant-a-1", "tenant-a-2"}));
@@ -354,7 +357,8 @@ TEST_F(LifecycleTest, EveryTransitionBumpsTheRevisionOnceWithOneEvent) {
        "TASK_CLAIMED"},
       {"heartbeat (not a transition)",
        [&] {
-         plane_.heartbeat(agent_, "walk-1", {{"lease_token", lease["lease_token"]}});
+         plane_.heartbeat(agent_, "walk-1",
+                          fleet::heartbeat_of({{"lease_token", lease["lease_token"]}}));
        },
        "CLAIMED", 2, "TASK_CLAIMED"},
       {"result", [&] { submit(agent_, lease); }, "VERIFYING", 3, "TASK_RESULT_SUBMITTED"},
@@ -363,14 +367,16 @@ TEST_F(LifecycleTest, EveryTransitionBumpsTheRevisionOnceWithOneEvent) {
       {"verify with a stale revision (refused)",
        [&] {
          EXPECT_EQ(code_of([&] {
-                     plane_.verify("walk-1", {{"expected_revision", 2}, {"decision", "PASS"}});
+                     plane_.verify("walk-1", fleet::verification_of(
+                                                 {{"expected_revision", 2}, {"decision", "PASS"}}));
                    }),
                    "TASK_REVISION_CONFLICT");
        },
        "VERIFYING", 3, "TASK_RESULT_SUBMITTED"},
       {"verify NEEDS_REWORK",
        [&] {
-         plane_.verify("walk-1", {{"expected_revision", rev()}, {"decision", "NEEDS_REWORK"}});
+         plane_.verify("walk-1", fleet::verification_of(
+                                     {{"expected_revision", rev()}, {"decision", "NEEDS_REWORK"}}));
        },
        "QUEUED", 4, "TASK_VERIFIED"},
       {"claim again", [&] { lease = claim(agent_, "walk-1", "worker-life"); }, "CLAIMED", 5,
@@ -388,12 +394,15 @@ TEST_F(LifecycleTest, EveryTransitionBumpsTheRevisionOnceWithOneEvent) {
        "TASK_RESULT_SUBMITTED"},
       {"verify PASS",
        [&] {
-         plane_.verify("walk-1", {{"expected_revision", rev()}, {"decision", "PASS"}});
+         plane_.verify("walk-1", fleet::verification_of(
+                                     {{"expected_revision", rev()}, {"decision", "PASS"}}));
        },
        "SUCCEEDED", 9, "TASK_VERIFIED"},
       {"cancel a terminal task (refused)",
        [&] {
-         EXPECT_EQ(code_of([&] { plane_.cancel("walk-1", Json::object()); }), "TASK_TERMINAL");
+         EXPECT_EQ(
+             code_of([&] { plane_.cancel("walk-1", fleet::cancellation_of(Json::object())); }),
+             "TASK_TERMINAL");
        },
        "SUCCEEDED", 9, "TASK_VERIFIED"},
   };
@@ -420,7 +429,8 @@ TEST_F(LifecycleTest, CancelOfAClaimedTaskEndsTheClaimAndFreesTheSlot) {
   create_task("cancel-1");
   const Json claimed = claim(agent_, "cancel-1", "worker-life");
 
-  const Json cancelled = plane_.cancel("cancel-1", {{"expected_revision", 2}, {"reason", "stop"}});
+  const Json cancelled = plane_.cancel(
+      "cancel-1", fleet::cancellation_of({{"expected_revision", 2}, {"reason", "stop"}}));
 
   EXPECT_EQ(cancelled["status"], "CANCELLED");
   EXPECT_EQ(cancelled["revision"], 3);
@@ -438,9 +448,9 @@ TEST_F(LifecycleTest, NeedsReworkKeepsTheVerificationAndClearsTheLease) {
   create_task("rework-1");
   submit(agent_, claim(agent_, "rework-1", "worker-life"));
 
-  plane_.verify("rework-1", {{"expected_revision", 3},
-                             {"decision", "NEEDS_REWORK"},
-                             {"reason", "WRONG_ENVELOPE_BEFORE_PLAN"}});
+  plane_.verify("rework-1", fleet::verification_of({{"expected_revision", 3},
+                                                    {"decision", "NEEDS_REWORK"},
+                                                    {"reason", "WRONG_ENVELOPE_BEFORE_PLAN"}}));
 
   EXPECT_EQ(rows("SELECT status, attempt, revision, verification_json, claimed_by IS NULL, "
                  "claim_id IS NULL, lease_token_hash IS NULL, lease_expires_at IS NULL "

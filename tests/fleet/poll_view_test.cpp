@@ -23,7 +23,7 @@ class PollViewTest : public PlaneTest {
   }
 
   std::string poll_text(const std::string& worker_id = "worker-views") {
-    return plane_.poll_text(agent_, {{"worker_id", worker_id}});
+    return plane_.poll_text(agent_, fleet::poll_request_of({{"worker_id", worker_id}}));
   }
 
   // What the poll answered before its views were cached: the dump of the owner's views.
@@ -45,7 +45,7 @@ TEST_F(PollViewTest, AnswerIsTheDumpOfTheViewsOnEveryPoll) {
 
   EXPECT_EQ(poll_text(), expected);
   EXPECT_EQ(poll_text(), expected);
-  const Json polled = plane_.poll(agent_, {{"worker_id", "worker-views"}});
+  const Json polled = plane_.poll(agent_, fleet::poll_request_of({{"worker_id", "worker-views"}}));
   EXPECT_EQ(polled, Json::parse(expected));
 }
 

@@ -85,7 +85,7 @@ class RebindCompatTest : public PlaneTest {
 
   std::vector<std::string> offered(const std::string& worker) {
     std::vector<std::string> ids;
-    const Json polled = plane_.poll(agent_, {{"worker_id", worker}});
+    const Json polled = plane_.poll(agent_, fleet::poll_request_of({{"worker_id", worker}}));
     for (const auto& task : polled["tasks"]) {
       ids.push_back(task["task_id"]);
     }
@@ -113,9 +113,9 @@ TEST_F(RebindCompatTest, ReboundTaskIsKeptFromTheReadOnlyWorker) {
   EXPECT_EQ(offered("worker-reader"), (std::vector<std::string>{}));
   EXPECT_EQ(code_of([&] {
               plane_.claim(agent_, "rebind-1",
-                           {{"worker_id", "worker-reader"},
-                            {"expected_revision", 2},
-                            {"execution_digest", digest}});
+                           fleet::claim_request_of({{"worker_id", "worker-reader"},
+                                                    {"expected_revision", 2},
+                                                    {"execution_digest", digest}}));
             }),
             "WORKER_CAPABILITY_MISSING");
 }
@@ -129,9 +129,9 @@ TEST_F(RebindCompatTest, ReboundTaskIsOfferedToTheGovernedWriter) {
   EXPECT_EQ(offered("worker-writer"), (std::vector<std::string>{"rebind-1"}));
   EXPECT_EQ(code_of([&] {
               plane_.claim(agent_, "rebind-1",
-                           {{"worker_id", "worker-writer"},
-                            {"expected_revision", 2},
-                            {"execution_digest", digest}});
+                           fleet::claim_request_of({{"worker_id", "worker-writer"},
+                                                    {"expected_revision", 2},
+                                                    {"execution_digest", digest}}));
             }),
             kOk);
 }

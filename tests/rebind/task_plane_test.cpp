@@ -29,9 +29,10 @@ class RebindOnTaskPlane : public PlaneTest {
     // The read-only attempt the plan should have replaced, sent back by the owner.
     const Json claimed = claim(agent_, "task-rebind-1", "worker-reader");
     submit(agent_, claimed);
-    plane_.verify("task-rebind-1", {{"expected_revision", view("task-rebind-1")["revision"]},
-                                    {"decision", "NEEDS_REWORK"},
-                                    {"reason", "WRONG_ENVELOPE_BEFORE_PLAN"}});
+    plane_.verify("task-rebind-1",
+                  fleet::verification_of({{"expected_revision", view("task-rebind-1")["revision"]},
+                                          {"decision", "NEEDS_REWORK"},
+                                          {"reason", "WRONG_ENVELOPE_BEFORE_PLAN"}}));
     plan_ = project_execution_envelope(
         GovernedBinding::from_mapping(binding_for("task-rebind-1")),
         {{"action", "deterministic"},
@@ -96,7 +97,7 @@ TEST_F(RebindOnTaskPlane, ReboundTaskIsClaimableUnderTheNewDigestOnly) {
             (std::vector<std::string>{"capability_missing", "adapter_not_allowed"}));
   Json stale = claim_body("task-rebind-1", "worker-writer");
   stale["execution_digest"] = before["execution_digest"];
-  EXPECT_EQ(code_of([&] { plane_.claim(agent_, "task-rebind-1", stale); }),
+  EXPECT_EQ(code_of([&] { plane_.claim(agent_, "task-rebind-1", fleet::claim_request_of(stale)); }),
             "TASK_EXECUTION_DIGEST_MISMATCH");
   const Json claimed = claim(agent_, "task-rebind-1", "worker-writer");
   EXPECT_EQ(claimed["attempt"], 2);

@@ -131,13 +131,15 @@ TEST_F(StorageFaultTest, EveryWriteOfEveryTransitionCanFailWithoutPartialState) 
   writes["claim"] = fail_each_write("claim", [&] { claimed = claim(agent, id, "worker-1"); });
   clock_.advance(seconds(5));
   writes["heartbeat"] = fail_each_write("heartbeat", [&] {
-    plane_.heartbeat(agent, id, {{"lease_token", claimed["lease_token"]}, {"stage", "run"}});
+    plane_.heartbeat(
+        agent, id,
+        fleet::heartbeat_of({{"lease_token", claimed["lease_token"]}, {"stage", "run"}}));
   });
   writes["submit_result"] = fail_each_write("submit_result", [&] { submit(agent, claimed); });
   writes["verify_needs_rework"] = fail_each_write("verify", [&] {
-    plane_.verify(id, {{"expected_revision", view(id)["revision"]},
-                       {"decision", "NEEDS_REWORK"},
-                       {"reason", "again"}});
+    plane_.verify(id, fleet::verification_of({{"expected_revision", view(id)["revision"]},
+                                              {"decision", "NEEDS_REWORK"},
+                                              {"reason", "again"}}));
   });
   claimed = claim(agent, id, "worker-1");
   writes["release"] = fail_each_write("release", [&] { release(agent, claimed); });
@@ -150,7 +152,7 @@ TEST_F(StorageFaultTest, EveryWriteOfEveryTransitionCanFailWithoutPartialState) 
 
   id = fresh_task();
   writes["cancel"] = fail_each_write("cancel", [&] {
-    plane_.cancel(id, {{"reason", "not needed"}});
+    plane_.cancel(id, fleet::cancellation_of({{"reason", "not needed"}}));
   });
 
   // Each operation wrote at least once, so its failure paths were really taken.

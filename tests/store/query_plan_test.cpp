@@ -72,20 +72,26 @@ TEST_F(QueryPlanTest, TransitionsReachGrowingTablesOnlyThroughIndexes) {
   for (int i = 0; i < 50; ++i) create_task("plan-" + std::to_string(i));
 
   const auto body = claim_body("plan-7", "worker-plans");
-  const auto claimed = traced_.claim(agent, "plan-7", body);
-  traced_.heartbeat(agent, "plan-7", {{"lease_token", claimed["lease_token"]}});
-  traced_.submit_result(agent, "plan-7",
-                        {{"lease_token", claimed["lease_token"]},
-                         {"attempt", claimed["attempt"]},
-                         {"execution_digest", claimed["execution_digest"]},
-                         {"idempotency_key", "result-plan-7"},
-                         {"result", {{"summary", "done"}}}});
-  traced_.verify("plan-7", {{"expected_revision", view("plan-7")["revision"]},
-                            {"decision", "NEEDS_REWORK"},
-                            {"reason", "again"}});
-  const auto again = traced_.claim(agent, "plan-7", claim_body("plan-7", "worker-plans"));
+  const auto claimed = traced_.claim(agent, "plan-7", fleet::claim_request_of(body));
+  traced_.heartbeat(agent, "plan-7",
+                    fleet::heartbeat_of({{"lease_token", claimed["lease_token"]}}));
+  traced_.submit_result(
+      agent, "plan-7",
+      fleet::result_submission_of({{"lease_token", claimed["lease_token"]},
+                                   {"attempt", claimed["attempt"]},
+                                   {"execution_digest", claimed["execution_digest"]},
+                                   {"idempotency_key", "result-plan-7"},
+                                   {"result", {{"summary", "done"}}}},
+                                  traced_.options().max_result_bytes));
+  traced_.verify("plan-7",
+                 fleet::verification_of({{"expected_revision", view("plan-7")["revision"]},
+                                         {"decision", "NEEDS_REWORK"},
+                                         {"reason", "again"}}));
+  const auto again =
+      traced_.claim(agent, "plan-7", fleet::claim_request_of(claim_body("plan-7", "worker-plans")));
   traced_.release(agent, "plan-7",
-                  {{"lease_token", again["lease_token"]}, {"failure_class", "runtime_crash"}});
+                  fleet::release_of(
+                      {{"lease_token", again["lease_token"]}, {"failure_class", "runtime_crash"}}));
 
   ASSERT_GT(statements_.size(), 10u);
   EXPECT_EQ(scans(), std::vector<std::string>{});
@@ -102,7 +108,8 @@ TEST_F(QueryPlanTest, PollReachesTheQueueOnlyThroughIndexes) {
   }
   claim(agent, "poll-plan-4", "worker-poll-plans");
 
-  const auto polled = traced_.poll(agent, {{"worker_id", "worker-poll-plans"}, {"limit", 5}});
+  const auto polled = traced_.poll(
+      agent, fleet::poll_request_of({{"worker_id", "worker-poll-plans"}, {"limit", 5}}));
 
   ASSERT_EQ(polled["tasks"].size(), 5u);
   EXPECT_EQ(scans(), std::vector<std::string>{});
