@@ -132,14 +132,16 @@ struct Fixture {
 
   Fixture() {
     agent_token = plane.create_agent(
-        {{"agent_id", "bench-agent"}, {"granted_capabilities", {"agent.runtime.hermes"}}})["token"];
+        aios::fleet::agent_grant_of({{"agent_id", "bench-agent"},
+                                     {"granted_capabilities", {"agent.runtime.hermes"}}}))["token"];
     agent = *plane.authenticate_agent(agent_token);
   }
   void add_worker(const std::string& id) {
-    plane.register_worker(agent, {{"worker_id", id},
-                                  {"capabilities", {"agent.runtime.hermes"}},
-                                  {"allowed_adapters", {"hermes"}},
-                                  {"max_concurrency", 64}});
+    plane.register_worker(
+        agent, aios::fleet::worker_registration_of({{"worker_id", id},
+                                                    {"capabilities", {"agent.runtime.hermes"}},
+                                                    {"allowed_adapters", {"hermes"}},
+                                                    {"max_concurrency", 64}}));
   }
   ~Fixture() {
     std::error_code ignored;

@@ -48,15 +48,18 @@ struct Endpoints {
         rebind_api(rebind_store, kControlToken) {
     const nlohmann::json scope = {"git.read", "git.test", "governed.write.branch",
                                   "governed.write.file"};
-    agent_token = plane.create_agent({{"agent_id", "fz-agent"}, {"granted_capabilities", scope}})
+    agent_token = plane
+                      .create_agent(fleet::agent_grant_of(
+                          {{"agent_id", "fz-agent"}, {"granted_capabilities", scope}}))
                       .at("token")
                       .get<std::string>();
     const auto agent = plane.authenticate_agent(agent_token);
     require(agent.has_value(), "the fuzz agent does not authenticate");
-    plane.register_worker(*agent, {{"worker_id", "fz-worker"},
-                                   {"capabilities", scope},
-                                   {"allowed_adapters", {"source_capture", "deterministic"}},
-                                   {"max_concurrency", 64}});
+    plane.register_worker(*agent, fleet::worker_registration_of(
+                                      {{"worker_id", "fz-worker"},
+                                       {"capabilities", scope},
+                                       {"allowed_adapters", {"source_capture", "deterministic"}},
+                                       {"max_concurrency", 64}}));
     const std::string oid(40, 'a');
     plane.create_task({{"task_id", "fz-1"},
                        {"goal", "Capture the interface"},

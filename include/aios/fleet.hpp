@@ -123,6 +123,52 @@ struct Cancellation {
 };
 Cancellation cancellation_of(const nlohmann::json& body);
 
+// The client certificate an agent's workers must present, as stored: the URI as given, the
+// fingerprint as lower-case hex without the colons openssl prints between its bytes; both
+// empty: none. {uri?, sha256?} (AGENT_CERTIFICATE_BINDING_INVALID).
+struct CertificateBinding {
+  std::string uri;
+  std::string sha256;
+};
+CertificateBinding certificate_binding_of(const nlohmann::json& value);
+
+// The lists below are sorted, without duplicates, each name checked.
+struct AgentGrant {
+  std::string agent_id;                 // AGENT_ID_INVALID
+  nlohmann::json granted_capabilities;  // worker-vocabulary names
+  nlohmann::json granted_tenants;       // empty: every tenant
+  CertificateBinding client_certificate;
+};
+AgentGrant agent_grant_of(const nlohmann::json& body);
+
+// A worker as its agent registers it; the grant it must lie inside is the plane's to check.
+struct WorkerRegistration {
+  std::string worker_id;  // WORKER_ID_INVALID
+  nlohmann::json capabilities;
+  nlohmann::json allowed_adapters;  // known adapters (WORKER_ADAPTER_UNKNOWN)
+  std::int64_t max_concurrency = 1;
+  std::string failure_domain = "default";
+  nlohmann::json labels;   // at most 32 name -> string
+  nlohmann::json tenants;  // none: the agent's grant
+};
+WorkerRegistration worker_registration_of(const nlohmann::json& body);
+
+// The owner's settings of a worker; each absent field stays as it is.
+struct WorkerConfiguration {
+  std::optional<std::int64_t> max_slots;
+  std::optional<std::string> failure_domain;
+  std::optional<nlohmann::json> labels;
+  std::optional<bool> quarantined;
+  bool reset_circuit = false;
+};
+WorkerConfiguration worker_configuration_of(const nlohmann::json& body);
+
+// Terminal tasks last updated longer ago than this (3600 s to 100 years, PRUNE_AGE_INVALID).
+struct PruneRequest {
+  std::chrono::seconds older_than{0};
+};
+PruneRequest prune_request_of(const nlohmann::json& body);
+
 }  // namespace fleet
 
 class TaskPlane {
@@ -140,16 +186,13 @@ class TaskPlane {
   TaskPlane(const TaskPlane&) = delete;
   TaskPlane& operator=(const TaskPlane&) = delete;
 
-  // Owner: {agent_id, granted_capabilities, granted_tenants?, client_certificate?} -> the same
-  // and the token. The token is returned only here; the store keeps its SHA-256. No
-  // granted_tenants: every tenant (AGENT_TENANTS_INVALID for a malformed list).
-  // client_certificate {uri?, sha256?}: the certificate the agent's workers must present
-  // (AGENT_CERTIFICATE_BINDING_INVALID).
-  nlohmann::json create_agent(const nlohmann::json& body);
-  // Owner: {uri?, sha256?} records the client certificate the agent must present from now on;
-  // {} records none. AGENT_NOT_FOUND, AGENT_CERTIFICATE_BINDING_INVALID.
-  // {agent_id, client_certificate}.
-  nlohmann::json bind_agent_certificate(const std::string& agent_id, const nlohmann::json& body);
+  // Owner: {agent_id, granted_capabilities, granted_tenants, client_certificate} and the token.
+  // The token is returned only here; the store keeps its SHA-256. AGENT_ALREADY_EXISTS.
+  nlohmann::json create_agent(const fleet::AgentGrant& grant);
+  // Owner: records the client certificate the agent must present from now on (none: none).
+  // AGENT_NOT_FOUND. {agent_id, client_certificate}.
+  nlohmann::json bind_agent_certificate(const std::string& agent_id,
+                                        const fleet::CertificateBinding& binding);
   // The agent whose token this is, unless the owner revoked or rotated it.
   std::optional<Agent> authenticate_agent(const std::string& token);
   // The agent whose token the request carries (nullopt: none, or not a live agent token), held
@@ -166,12 +209,13 @@ class TaskPlane {
   nlohmann::json revoke_agent_token(const std::string& agent_id);
   nlohmann::json rotate_agent_token(const std::string& agent_id);
 
-  // Agent: {worker_id, capabilities, allowed_adapters, max_concurrency, failure_domain, labels,
-  // tenants}; capabilities must lie inside the agent's grant, tenants inside its granted tenants
+  // Agent: the worker's view. Its capabilities must lie inside the agent's grant
+  // (WORKER_CAPABILITY_NOT_GRANTED), its tenants inside its granted tenants
   // (WORKER_TENANT_NOT_GRANTED; none given: the agent's grant).
-  nlohmann::json register_worker(const Agent& agent, const nlohmann::json& body);
-  // Owner: {max_slots, failure_domain, labels, quarantined, reset_circuit}.
-  nlohmann::json configure_worker(const std::string& worker_id, const nlohmann::json& body);
+  nlohmann::json register_worker(const Agent& agent, const fleet::WorkerRegistration& worker);
+  // Owner: the worker's view. WORKER_NOT_FOUND.
+  nlohmann::json configure_worker(const std::string& worker_id,
+                                  const fleet::WorkerConfiguration& configuration);
   nlohmann::json fleet_view();
 
   // Owner: project and store a task. {status: 201 new | 200 identical replay, task view}.
@@ -203,10 +247,9 @@ class TaskPlane {
     std::int64_t task_events_after = 0;
   };
   nlohmann::json dashboard(const DashboardQuery& query);
-  // Owner: {older_than_seconds} (at least 3600): the events and stored result submissions of
-  // terminal tasks last updated longer ago than that, deleted in batches; nothing of a live
-  // task. PRUNE_AGE_INVALID. {pruned_tasks, before}.
-  nlohmann::json prune(const nlohmann::json& body);
+  // Owner: the events and stored result submissions of terminal tasks last updated longer ago
+  // than the request says, deleted in batches; nothing of a live task. {pruned_tasks, before}.
+  nlohmann::json prune(const fleet::PruneRequest& request);
   // Owner: the store as an operator checks it: backend, schema version, its own consistency
   // check, task counts by status and the number of workers.
   nlohmann::json store_status();

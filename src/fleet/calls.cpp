@@ -1,6 +1,12 @@
 // The typed bodies of the task plane's calls, parsed once at the Task API's edge: each refuses
 // a malformed body with the single call's code before anything is looked up.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
 #include "aios/canonical.hpp"
+#include "aios/capability.hpp"
 #include "aios/envelope.hpp"
 #include "aios/fleet.hpp"
 
@@ -8,10 +14,69 @@ namespace aios::fleet {
 namespace {
 
 using envelope::fail;
+using envelope::kEmptyArray;
+using envelope::kEmptyObject;
 using envelope::kEmptyText;
 using envelope::kNull;
 
 const nlohmann::json kDefaultPollLimit = 10;
+constexpr std::array<std::string_view, 6> kAdapters = {
+    "deterministic", "source_capture", "compact_interface_map", "codex", "hermes", "openclaw"};
+const nlohmann::json kDefaultAdapters = {"deterministic", "source_capture", "compact_interface_map",
+                                         "codex"};
+const nlohmann::json kOne = 1;
+const nlohmann::json kDefaultDomain = "default";
+constexpr std::size_t kMaxCertificateUri = 512;
+
+bool is_name(const nlohmann::json& value) {
+  return value.is_string() &&
+         envelope::is_identifier(value.get_ref<const std::string&>(), "._:-", 0, 127);
+}
+
+// Worker-vocabulary names, each known (a name that grants nothing is a typo, not a no-op).
+nlohmann::json worker_capability_list(const nlohmann::json& value) {
+  if (!value.is_array() || value.size() > 64) fail(ErrorCode::CAPABILITY_INVALID);
+  std::set<std::string> names;
+  for (const auto& item : value) {
+    std::string name = clean_capability(item);
+    if (normalize_worker_capabilities(nlohmann::json::array({name})).empty()) {
+      fail(ErrorCode::CAPABILITY_UNKNOWN);
+    }
+    names.insert(std::move(name));
+  }
+  return nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
+}
+
+nlohmann::json name_list(const nlohmann::json& value, ErrorCode code) {
+  if (!value.is_array() || value.size() > 64) fail(code);
+  std::set<std::string> names;
+  for (const auto& item : value) {
+    if (!is_name(item)) fail(code);
+    names.insert(item.get<std::string>());
+  }
+  return nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
+}
+
+nlohmann::json labels_of(const nlohmann::json& value) {
+  if (!value.is_object() || value.size() > 32) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
+  for (const auto& item : value.items()) {
+    if (!is_name(nlohmann::json(item.key())) || !item.value().is_string() ||
+        item.value().get_ref<const std::string&>().size() > 256) {
+      fail(ErrorCode::WORKER_REGISTRATION_INVALID);
+    }
+  }
+  return value;
+}
+
+std::string failure_domain_of(const nlohmann::json& value) {
+  if (!is_name(value)) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
+  return value;
+}
+
+bool flag_of(const nlohmann::json& value) {
+  if (!value.is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
+  return value.get<bool>();
+}
 
 std::string reason_of(const nlohmann::json& body) {
   const auto& reason = envelope::get_or(body, "reason", kEmptyText);
@@ -128,6 +193,111 @@ Cancellation cancellation_of(const nlohmann::json& body) {
     cancellation.expected_revision = revision_of(*found);
   }
   return cancellation;
+}
+
+CertificateBinding certificate_binding_of(const nlohmann::json& value) {
+  if (!value.is_object()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+  envelope::require_known_keys(value, {"uri", "sha256"},
+                               ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+  CertificateBinding binding;
+  if (const auto found = value.find("uri"); found != value.end()) {
+    if (!found->is_string()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+    const auto& uri = binding.uri = found->get<std::string>();
+    const bool visible =
+        std::all_of(uri.begin(), uri.end(), [](char c) { return c > 0x20 && c < 0x7F; });
+    if (uri.empty() || uri.size() > kMaxCertificateUri || !visible ||
+        uri.find(':') == std::string::npos) {
+      fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+    }
+  }
+  if (const auto found = value.find("sha256"); found != value.end()) {
+    if (!found->is_string()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+    for (const char c : found->get<std::string>()) {
+      if (c != ':') {
+        binding.sha256.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+      }
+    }
+    if (!is_sha256_hex(binding.sha256)) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
+  }
+  return binding;
+}
+
+AgentGrant agent_grant_of(const nlohmann::json& body) {
+  envelope::require_known_keys(
+      body, {"agent_id", "granted_capabilities", "granted_tenants", "client_certificate"},
+      ErrorCode::REQUEST_FIELDS_INVALID);
+  if (!body.contains("granted_capabilities")) fail(ErrorCode::REQUEST_FIELDS_INVALID);
+  const auto& id = envelope::get_or(body, "agent_id", kNull);
+  if (!is_name(id)) fail(ErrorCode::AGENT_ID_INVALID);
+  AgentGrant grant{
+      .agent_id = id,
+      .granted_capabilities = worker_capability_list(body["granted_capabilities"]),
+      .granted_tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
+                                   ErrorCode::AGENT_TENANTS_INVALID),
+      .client_certificate = {}};
+  if (const auto found = body.find("client_certificate"); found != body.end()) {
+    grant.client_certificate = certificate_binding_of(*found);
+  }
+  return grant;
+}
+
+WorkerRegistration worker_registration_of(const nlohmann::json& body) {
+  envelope::require_known_keys(body,
+                               {"worker_id", "capabilities", "allowed_adapters", "max_concurrency",
+                                "failure_domain", "labels", "tenants"},
+                               ErrorCode::REQUEST_FIELDS_INVALID);
+  const auto& id = envelope::get_or(body, "worker_id", kNull);
+  if (!is_name(id)) fail(ErrorCode::WORKER_ID_INVALID);
+  WorkerRegistration worker;
+  worker.worker_id = id;
+  worker.capabilities = worker_capability_list(envelope::get_or(body, "capabilities", kEmptyArray));
+  worker.allowed_adapters = name_list(envelope::get_or(body, "allowed_adapters", kDefaultAdapters),
+                                      ErrorCode::WORKER_ADAPTER_UNKNOWN);
+  for (const auto& adapter : worker.allowed_adapters) {
+    if (std::find(kAdapters.begin(), kAdapters.end(), adapter.get<std::string>()) ==
+        kAdapters.end()) {
+      fail(ErrorCode::WORKER_ADAPTER_UNKNOWN);
+    }
+  }
+  worker.max_concurrency = envelope::require_int(envelope::get_or(body, "max_concurrency", kOne), 1,
+                                                 64, ErrorCode::WORKER_REGISTRATION_INVALID);
+  worker.failure_domain =
+      failure_domain_of(envelope::get_or(body, "failure_domain", kDefaultDomain));
+  worker.labels = labels_of(envelope::get_or(body, "labels", kEmptyObject));
+  worker.tenants = name_list(envelope::get_or(body, "tenants", kEmptyArray),
+                             ErrorCode::WORKER_REGISTRATION_INVALID);
+  return worker;
+}
+
+WorkerConfiguration worker_configuration_of(const nlohmann::json& body) {
+  envelope::require_known_keys(
+      body, {"max_slots", "failure_domain", "labels", "quarantined", "reset_circuit"},
+      ErrorCode::REQUEST_FIELDS_INVALID);
+  WorkerConfiguration configuration;
+  if (const auto found = body.find("max_slots"); found != body.end()) {
+    configuration.max_slots =
+        envelope::require_int(*found, 1, 256, ErrorCode::WORKER_REGISTRATION_INVALID);
+  }
+  if (const auto found = body.find("failure_domain"); found != body.end()) {
+    configuration.failure_domain = failure_domain_of(*found);
+  }
+  if (const auto found = body.find("labels"); found != body.end()) {
+    configuration.labels = labels_of(*found);
+  }
+  if (const auto found = body.find("quarantined"); found != body.end()) {
+    configuration.quarantined = flag_of(*found);
+  }
+  if (const auto found = body.find("reset_circuit"); found != body.end()) {
+    configuration.reset_circuit = flag_of(*found);
+  }
+  return configuration;
+}
+
+PruneRequest prune_request_of(const nlohmann::json& body) {
+  envelope::require_known_keys(body, {"older_than_seconds"}, ErrorCode::REQUEST_FIELDS_INVALID);
+  return {.older_than = std::chrono::seconds(
+              envelope::require_int(envelope::get_or(body, "older_than_seconds", kNull), 3600,
+                                    100LL * 365 * 86400, ErrorCode::PRUNE_AGE_INVALID))};
 }
 
 }  // namespace aios::fleet

@@ -164,14 +164,10 @@ nlohmann::json TaskPlane::events_feed(std::size_t limit, std::int64_t after) {
   return {{"events", events}, {"next_after", last}};
 }
 
-nlohmann::json TaskPlane::prune(const nlohmann::json& body) {
+nlohmann::json TaskPlane::prune(const fleet::PruneRequest& request) {
   // Terminal tasks pruned per transaction: a large backlog goes in bounded steps, each durable.
   static constexpr std::size_t kBatch = 500;
-  envelope::require_known_keys(body, {"older_than_seconds"}, ErrorCode::REQUEST_FIELDS_INVALID);
-  static const nlohmann::json kMissing;
-  const auto age = envelope::require_int(envelope::get_or(body, "older_than_seconds", kMissing),
-                                         3600, 100LL * 365 * 86400, ErrorCode::PRUNE_AGE_INVALID);
-  const std::string before = format_iso8601(store_.now() - std::chrono::seconds(age));
+  const std::string before = format_iso8601(store_.now() - request.older_than);
   std::size_t pruned = 0;
   for (;;) {
     std::size_t batch = 0;

@@ -12,56 +12,6 @@ namespace aios {
 namespace {
 
 using envelope::fail;
-using envelope::kEmptyArray;
-using envelope::kEmptyObject;
-using envelope::kNull;
-
-constexpr std::array<std::string_view, 6> kAdapters = {
-    "deterministic", "source_capture", "compact_interface_map", "codex", "hermes", "openclaw"};
-const nlohmann::json kDefaultAdapters = {"deterministic", "source_capture", "compact_interface_map",
-                                         "codex"};
-const nlohmann::json kOne = 1;
-const nlohmann::json kDefaultDomain = "default";
-
-bool is_name(const nlohmann::json& value) {
-  return value.is_string() &&
-         envelope::is_identifier(value.get_ref<const std::string&>(), "._:-", 0, 127);
-}
-
-// Worker-vocabulary names, each known (a name that grants nothing is a typo, not a no-op).
-nlohmann::json worker_capability_list(const nlohmann::json& value) {
-  if (!value.is_array() || value.size() > 64) fail(ErrorCode::CAPABILITY_INVALID);
-  std::set<std::string> names;
-  for (const auto& item : value) {
-    std::string name = clean_capability(item);
-    if (normalize_worker_capabilities(nlohmann::json::array({name})).empty()) {
-      fail(ErrorCode::CAPABILITY_UNKNOWN);
-    }
-    names.insert(std::move(name));
-  }
-  return nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
-}
-
-nlohmann::json name_list(const nlohmann::json& value, ErrorCode code) {
-  if (!value.is_array() || value.size() > 64) fail(code);
-  std::set<std::string> names;
-  for (const auto& item : value) {
-    if (!is_name(item)) fail(code);
-    names.insert(item.get<std::string>());
-  }
-  return nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
-}
-
-nlohmann::json labels_of(const nlohmann::json& value) {
-  if (!value.is_object() || value.size() > 32) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-  for (const auto& item : value.items()) {
-    if (!is_name(nlohmann::json(item.key())) || !item.value().is_string() ||
-        item.value().get_ref<const std::string&>().size() > 256) {
-      fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-    }
-  }
-  return value;
-}
 
 nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
                            const TaskPlaneOptions& options) {
@@ -85,44 +35,7 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
   };
 }
 
-constexpr std::size_t kMaxCertificateUri = 512;
-
-// {uri?, sha256?} as stored: the URI as given, the fingerprint as lower-case hex without the
-// colons openssl prints between its bytes. (A struct, not a pair: clang 14 cannot capture a
-// structured binding in the store's transaction lambda.)
-struct CertificateBinding {
-  std::string uri;
-  std::string sha256;
-};
-
-CertificateBinding certificate_binding_of(const nlohmann::json& value) {
-  if (!value.is_object()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
-  envelope::require_known_keys(value, {"uri", "sha256"},
-                               ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
-  std::string uri;
-  std::string sha256;
-  if (const auto found = value.find("uri"); found != value.end()) {
-    if (!found->is_string()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
-    uri = found->get<std::string>();
-    const bool visible =
-        std::all_of(uri.begin(), uri.end(), [](char c) { return c > 0x20 && c < 0x7F; });
-    if (uri.empty() || uri.size() > kMaxCertificateUri || !visible ||
-        uri.find(':') == std::string::npos) {
-      fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
-    }
-  }
-  if (const auto found = value.find("sha256"); found != value.end()) {
-    if (!found->is_string()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
-    for (const char c : found->get<std::string>()) {
-      if (c != ':')
-        sha256.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-    if (!is_sha256_hex(sha256)) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
-  }
-  return {std::move(uri), std::move(sha256)};
-}
-
-nlohmann::json binding_view(const CertificateBinding& binding) {
+nlohmann::json binding_view(const fleet::CertificateBinding& binding) {
   if (binding.uri.empty() && binding.sha256.empty()) return nullptr;
   nlohmann::json view = nlohmann::json::object();
   if (!binding.uri.empty()) view["uri"] = binding.uri;
@@ -147,36 +60,24 @@ TaskPlane::TaskPlane(store::Store& store, const Environment& environment, TaskPl
 
 TaskPlane::~TaskPlane() = default;
 
-nlohmann::json TaskPlane::create_agent(const nlohmann::json& body) {
-  envelope::require_known_keys(
-      body, {"agent_id", "granted_capabilities", "granted_tenants", "client_certificate"},
-      ErrorCode::REQUEST_FIELDS_INVALID);
-  if (!body.contains("granted_capabilities")) fail(ErrorCode::REQUEST_FIELDS_INVALID);
-  if (!is_name(envelope::get_or(body, "agent_id", kNull))) fail(ErrorCode::AGENT_ID_INVALID);
-  const std::string agent_id = body["agent_id"];
-  const auto granted = worker_capability_list(body["granted_capabilities"]);
-  const auto tenants = name_list(envelope::get_or(body, "granted_tenants", kEmptyArray),
-                                 ErrorCode::AGENT_TENANTS_INVALID);
-  const auto binding = body.contains("client_certificate")
-                           ? certificate_binding_of(body["client_certificate"])
-                           : CertificateBinding{};
+nlohmann::json TaskPlane::create_agent(const fleet::AgentGrant& grant) {
   const std::string token = fleet::new_agent_token(environment_.random);
   const std::string now = format_iso8601(store_.now());
+  const auto& binding = grant.client_certificate;
   store_.write([&](store::Transaction& tx) {
-    if (tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);
-    tx.insert_agent({agent_id, sha256_hex(token), canonical_json(granted), canonical_json(tenants),
-                     now, binding.uri, binding.sha256});
+    if (tx.agent_exists(grant.agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);
+    tx.insert_agent({grant.agent_id, sha256_hex(token), canonical_json(grant.granted_capabilities),
+                     canonical_json(grant.granted_tenants), now, binding.uri, binding.sha256});
   });
-  return {{"agent_id", agent_id},
-          {"granted_capabilities", granted},
-          {"granted_tenants", tenants},
+  return {{"agent_id", grant.agent_id},
+          {"granted_capabilities", grant.granted_capabilities},
+          {"granted_tenants", grant.granted_tenants},
           {"client_certificate", binding_view(binding)},
           {"token", token}};
 }
 
 nlohmann::json TaskPlane::bind_agent_certificate(const std::string& agent_id,
-                                                 const nlohmann::json& body) {
-  const auto binding = certificate_binding_of(body);
+                                                 const fleet::CertificateBinding& binding) {
   store_.write([&](store::Transaction& tx) {
     if (!tx.agent_exists(agent_id)) fail(ErrorCode::AGENT_NOT_FOUND);
     tx.set_agent_certificate(agent_id, binding.uri, binding.sha256);
@@ -252,36 +153,15 @@ std::optional<Agent> TaskPlane::authenticate_agent(const http::Request& request)
   return agent;
 }
 
-nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::json& body) {
-  envelope::require_known_keys(body,
-                               {"worker_id", "capabilities", "allowed_adapters", "max_concurrency",
-                                "failure_domain", "labels", "tenants"},
-                               ErrorCode::REQUEST_FIELDS_INVALID);
-  const auto& id = envelope::get_or(body, "worker_id", kNull);
-  if (!is_name(id)) fail(ErrorCode::WORKER_ID_INVALID);
-  const std::string worker_id = id;
-  const auto capabilities =
-      worker_capability_list(envelope::get_or(body, "capabilities", kEmptyArray));
-  const auto effective = normalize_worker_capabilities(capabilities);
+nlohmann::json TaskPlane::register_worker(const Agent& agent,
+                                          const fleet::WorkerRegistration& registration) {
+  const auto& worker_id = registration.worker_id;
+  const auto effective = normalize_worker_capabilities(registration.capabilities);
   const auto grant = normalize_worker_capabilities(agent.granted_capabilities);
   if (!std::includes(grant.begin(), grant.end(), effective.begin(), effective.end())) {
     fail(ErrorCode::WORKER_CAPABILITY_NOT_GRANTED);
   }
-  const auto adapters = name_list(envelope::get_or(body, "allowed_adapters", kDefaultAdapters),
-                                  ErrorCode::WORKER_ADAPTER_UNKNOWN);
-  for (const auto& adapter : adapters) {
-    if (std::find(kAdapters.begin(), kAdapters.end(), adapter.get<std::string>()) ==
-        kAdapters.end()) {
-      fail(ErrorCode::WORKER_ADAPTER_UNKNOWN);
-    }
-  }
-  const auto slots = envelope::require_int(envelope::get_or(body, "max_concurrency", kOne), 1, 64,
-                                           ErrorCode::WORKER_REGISTRATION_INVALID);
-  const auto& domain = envelope::get_or(body, "failure_domain", kDefaultDomain);
-  if (!is_name(domain)) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-  const auto labels = labels_of(envelope::get_or(body, "labels", kEmptyObject));
-  auto tenants = name_list(envelope::get_or(body, "tenants", kEmptyArray),
-                           ErrorCode::WORKER_REGISTRATION_INVALID);
+  auto tenants = registration.tenants;
   // The owner's grant bounds the worker: it may only narrow it, and declaring none takes it.
   if (!agent.granted_tenants.empty()) {
     if (tenants.empty()) tenants = agent.granted_tenants;
@@ -301,14 +181,14 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
     }
     tx.register_worker({.worker_id = worker_id,
                         .agent_id = agent.agent_id,
-                        .capabilities_json = canonical_json(capabilities),
-                        .allowed_adapters_json = canonical_json(adapters),
-                        .labels_json = canonical_json(labels),
+                        .capabilities_json = canonical_json(registration.capabilities),
+                        .allowed_adapters_json = canonical_json(registration.allowed_adapters),
+                        .labels_json = canonical_json(registration.labels),
                         .tenants_json = canonical_json(tenants),
                         .registered_at = format_iso8601(now),
                         .seen_at = now_s,
-                        .max_slots = slots,
-                        .failure_domain = domain.get<std::string>()});
+                        .max_slots = registration.max_concurrency,
+                        .failure_domain = registration.failure_domain});
     view = worker_view(*fleet::load_worker(tx, worker_id, now_s), now_s, options_);
   });
   queue_changed({.claims = 0, .worker_id = worker_id});
@@ -316,34 +196,19 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent, const nlohmann::js
 }
 
 nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
-                                           const nlohmann::json& body) {
-  envelope::require_known_keys(
-      body, {"max_slots", "failure_domain", "labels", "quarantined", "reset_circuit"},
-      ErrorCode::REQUEST_FIELDS_INVALID);
+                                           const fleet::WorkerConfiguration& configuration) {
   const double now = to_epoch_seconds(store_.now());
   nlohmann::json view;
   store_.write([&](store::Transaction& tx) {
     auto worker = fleet::load_worker(tx, worker_id, now);
     if (!worker) fail(ErrorCode::WORKER_NOT_FOUND);
-    if (body.contains("max_slots")) {
-      worker->max_slots =
-          envelope::require_int(body["max_slots"], 1, 256, ErrorCode::WORKER_REGISTRATION_INVALID);
-    }
-    if (body.contains("failure_domain")) {
-      if (!is_name(body["failure_domain"])) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-      worker->failure_domain = body["failure_domain"];
-    }
-    if (body.contains("labels")) worker->labels = labels_of(body["labels"]);
-    if (body.contains("quarantined")) {
-      if (!body["quarantined"].is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-      worker->quarantined = body["quarantined"];
-    }
+    worker->max_slots = configuration.max_slots.value_or(worker->max_slots);
+    worker->failure_domain = configuration.failure_domain.value_or(worker->failure_domain);
+    if (configuration.labels) worker->labels = *configuration.labels;
+    worker->quarantined = configuration.quarantined.value_or(worker->quarantined);
     tx.configure_worker({worker_id, worker->max_slots, worker->failure_domain,
                          canonical_json(worker->labels), worker->quarantined, now});
-    if (body.contains("reset_circuit")) {
-      if (!body["reset_circuit"].is_boolean()) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
-      if (body["reset_circuit"] == true) tx.note_worker_success(worker_id, now);
-    }
+    if (configuration.reset_circuit) tx.note_worker_success(worker_id, now);
     view = worker_view(*fleet::load_worker(tx, worker_id, now), now, options_);
   });
   queue_changed({.claims = 0, .worker_id = worker_id});

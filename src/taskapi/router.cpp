@@ -327,13 +327,14 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (parts[1] == "agents" && n == 2 && method == "POST") {
     route_name = "agents";
     need_owner();
-    return http::json_response(201, plane_.create_agent(http::json_object_body(request)));
+    return http::json_response(
+        201, plane_.create_agent(fleet::agent_grant_of(http::json_object_body(request))));
   }
   if (parts[1] == "agents" && n == 4 && method == "POST" && parts[3] == "client-certificate") {
     route_name = "agent_certificate";
     need_owner();
-    return ok(
-        plane_.bind_agent_certificate(std::string(parts[2]), http::json_object_body(request)));
+    return ok(plane_.bind_agent_certificate(
+        std::string(parts[2]), fleet::certificate_binding_of(http::json_object_body(request))));
   }
   if (parts[1] == "agents" && n == 4 && method == "POST" &&
       (parts[3] == "revoke" || parts[3] == "rotate")) {
@@ -346,7 +347,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (parts[1] == "workers" && n == 3 && parts[2] == "register" && method == "POST") {
     route_name = "workers_register";
     const Agent& caller = need_agent();
-    return ok(plane_.register_worker(caller, http::json_object_body(request)));
+    return ok(plane_.register_worker(
+        caller, fleet::worker_registration_of(http::json_object_body(request))));
   }
   if (parts[1] == "fleet") {
     if (n == 2 && method == "GET") {
@@ -357,7 +359,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     if (n == 4 && parts[2] == "workers" && method == "PUT") {
       route_name = "fleet_worker";
       need_owner();
-      return ok(plane_.configure_worker(std::string(parts[3]), http::json_object_body(request)));
+      return ok(plane_.configure_worker(
+          std::string(parts[3]), fleet::worker_configuration_of(http::json_object_body(request))));
     }
     fail(ErrorCode::NOT_FOUND);
   }
@@ -383,7 +386,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 2 && parts[1] == "prune" && method == "POST") {
     route_name = "prune";
     need_owner();
-    return ok(plane_.prune(http::json_object_body(request)));
+    return ok(plane_.prune(fleet::prune_request_of(http::json_object_body(request))));
   }
   if (parts[1] != "tasks") fail(ErrorCode::NOT_FOUND);
   if (n == 2 && method == "POST") {

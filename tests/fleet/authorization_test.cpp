@@ -32,10 +32,10 @@ class AuthorizationTest : public PlaneTest {
 TEST_F(AuthorizationTest, ARevokedOrRotatedTokenIsRefusedAtOnceThoughJustAuthenticated) {
   // Given tokens that have just authenticated (and so are remembered), we should refuse a
   // revoked one and a rotated one on the very next call, and accept the rotated-to token.
-  const Json first = plane_.create_agent(
-      {{"agent_id", "agent-cached-1"}, {"granted_capabilities", {"code.read"}}});
-  const Json second = plane_.create_agent(
-      {{"agent_id", "agent-cached-2"}, {"granted_capabilities", {"code.read"}}});
+  const Json first = plane_.create_agent(fleet::agent_grant_of(
+      {{"agent_id", "agent-cached-1"}, {"granted_capabilities", {"code.read"}}}));
+  const Json second = plane_.create_agent(fleet::agent_grant_of(
+      {{"agent_id", "agent-cached-2"}, {"granted_capabilities", {"code.read"}}}));
   ASSERT_TRUE(plane_.authenticate_agent(first["token"]).has_value());
   ASSERT_TRUE(plane_.authenticate_agent(second["token"]).has_value());
 
@@ -172,8 +172,8 @@ TEST_F(AuthorizationTest, WorkerCapabilitiesStayInsideTheGrant) {
 TEST_F(AuthorizationTest, AgentTokenIsStoredOnlyAsItsSha256) {
   // Given a freshly issued agent token, we should find its SHA-256 in the agents table and the
   // token itself nowhere in the database files.
-  const Json created =
-      plane_.create_agent({{"agent_id", "agent-secret"}, {"granted_capabilities", {"code.read"}}});
+  const Json created = plane_.create_agent(fleet::agent_grant_of(
+      {{"agent_id", "agent-secret"}, {"granted_capabilities", {"code.read"}}}));
   const std::string token = created["token"];
   ASSERT_GE(token.size(), 32u);
 

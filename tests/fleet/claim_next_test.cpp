@@ -321,7 +321,7 @@ TEST_F(ClaimNextTest, TransitionsThatCanFreeWorkSignalTheQueue) {
   EXPECT_EQ((*held)["task_id"], "signal-3");
   plane_.cancel("signal-3", fleet::cancellation_of({{"reason", "claimed, then cancelled"}}));
   plane_.cancel("signal-2", fleet::cancellation_of({{"reason", "cancelled while queued"}}));
-  plane_.configure_worker("worker-next", {{"max_slots", 3}});
+  plane_.configure_worker("worker-next", fleet::worker_configuration_of({{"max_slots", 3}}));
   EXPECT_EQ(seen, (std::vector<std::string>{"1:", "0:worker-next",
                                             "1:", "1:", "1:", "0:worker-next", "0:worker-next"}));
   plane_.on_queue_change(nullptr);

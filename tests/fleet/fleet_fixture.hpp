@@ -134,8 +134,8 @@ class PlaneTest : public ::testing::Test {
 
   // A new agent with `capabilities` granted, authenticated through its token.
   Agent make_agent(const std::string& agent_id, Json capabilities = Json::array({"code.read"})) {
-    const Json created =
-        plane_.create_agent({{"agent_id", agent_id}, {"granted_capabilities", capabilities}});
+    const Json created = plane_.create_agent(
+        fleet::agent_grant_of({{"agent_id", agent_id}, {"granted_capabilities", capabilities}}));
     auto agent = plane_.authenticate_agent(created["token"].get<std::string>());
     if (!agent) throw std::runtime_error("agent token did not authenticate");
     return *agent;
@@ -147,7 +147,7 @@ class PlaneTest : public ::testing::Test {
                        const Json& extra = Json::object()) {
     Json body = {{"worker_id", worker_id}, {"capabilities", {"code.read"}}};
     for (const auto& item : extra.items()) body[item.key()] = item.value();
-    return plane_.register_worker(agent, body);
+    return plane_.register_worker(agent, fleet::worker_registration_of(body));
   }
 
   Json create_task(const TaskSpec& spec) {

@@ -252,16 +252,17 @@ TEST_F(LifecycleTest, OwnerQuarantineAndCircuitResetAreEnforcedOnClaim) {
   // Given the owner quarantining a worker, we should refuse its claims until lifted; given the
   // owner resetting an open circuit, we should let the worker claim at once.
   create_task("owner-1");
-  plane_.configure_worker("worker-life", {{"quarantined", true}});
+  plane_.configure_worker("worker-life", fleet::worker_configuration_of({{"quarantined", true}}));
 
   EXPECT_EQ(reasons("owner-1", "worker-life"), (std::vector<std::string>{"worker_quarantined"}));
   EXPECT_FALSE(plane_.claim_next(agent_, "worker-life").has_value());
   EXPECT_EQ(code_of([&] { claim(agent_, "owner-1", "worker-life"); }), "FLEET_WORKER_QUARANTINED");
 
-  plane_.configure_worker("worker-life", {{"quarantined", false}});
+  plane_.configure_worker("worker-life", fleet::worker_configuration_of({{"quarantined", false}}));
   plane_.record_worker_failure("worker-life", "runtime_crash", 1);
   EXPECT_EQ(code_of([&] { claim(agent_, "owner-1", "worker-life"); }), "FLEET_WORKER_CIRCUIT_OPEN");
-  const Json reset = plane_.configure_worker("worker-life", {{"reset_circuit", true}});
+  const Json reset = plane_.configure_worker(
+      "worker-life", fleet::worker_configuration_of({{"reset_circuit", true}}));
 
   EXPECT_EQ(reset["circuit_state"], "CLOSED");
   EXPECT_EQ(code_of([&] { claim(agent_, "owner-1", "worker-life"); }), kOk);

@@ -115,7 +115,8 @@ TEST_F(StorageFaultTest, EveryWriteOfEveryTransitionCanFailWithoutPartialState) 
   writes["register_worker"] =
       fail_each_write("register_worker", [&] { register_worker(agent, "worker-1"); });
   writes["configure_worker"] = fail_each_write("configure_worker", [&] {
-    plane_.configure_worker("worker-1", {{"max_slots", 8}, {"failure_domain", "rack-1"}});
+    plane_.configure_worker("worker-1", fleet::worker_configuration_of(
+                                            {{"max_slots", 8}, {"failure_domain", "rack-1"}}));
   });
 
   int round = 0;

@@ -117,15 +117,17 @@ TEST_F(StoreTest, SecondDatabaseSeesCommittedWrites) {
   store::SqliteStore store_two(two, clock);
   TaskPlane plane_one(store_one, system_environment());
   TaskPlane plane_two(store_two, system_environment());
-  const Json agent_created =
-      plane_one.create_agent({{"agent_id", "agent-x"}, {"granted_capabilities", {"code.read"}}});
+  const Json agent_created = plane_one.create_agent(
+      fleet::agent_grant_of({{"agent_id", "agent-x"}, {"granted_capabilities", {"code.read"}}}));
   TaskSpec spec;
   spec.task_id = "shared-1";
   ASSERT_EQ(plane_one.create_task(task_body(spec)).first, 201);
 
   const auto agent = plane_two.authenticate_agent(agent_created["token"].get<std::string>());
   ASSERT_TRUE(agent.has_value());
-  plane_two.register_worker(*agent, {{"worker_id", "worker-x"}, {"capabilities", {"code.read"}}});
+  plane_two.register_worker(
+      *agent,
+      fleet::worker_registration_of({{"worker_id", "worker-x"}, {"capabilities", {"code.read"}}}));
   const auto claimed = plane_two.claim_next(*agent, "worker-x");
 
   ASSERT_TRUE(claimed.has_value());

@@ -20,8 +20,8 @@ const std::string kOwnerToken(40, 'o');
 class ClaimWaitTest : public PlaneTest {
  protected:
   void SetUp() override {
-    const Json created =
-        plane_.create_agent({{"agent_id", "agent-wait"}, {"granted_capabilities", {"code.read"}}});
+    const Json created = plane_.create_agent(fleet::agent_grant_of(
+        {{"agent_id", "agent-wait"}, {"granted_capabilities", {"code.read"}}}));
     agent_token_ = created["token"];
     const auto agent = plane_.authenticate_agent(agent_token_);
     ASSERT_TRUE(agent.has_value());
