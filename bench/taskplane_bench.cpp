@@ -69,8 +69,10 @@ json create_body(const std::string& id, const std::string& tenant) {
 // the rows are exactly those create_task would write.
 void bulk_queue(aios::TaskPlane& plane, aios::Database& db, const std::string& prefix,
                 std::size_t count) {
-  const auto template_view =
-      plane.create_task(create_body(prefix + "-template", "tenant-0")).second;
+  const auto template_view = plane
+                                 .create_task(aios::fleet::task_submission_of(
+                                     create_body(prefix + "-template", "tenant-0")))
+                                 .second;
   db.write([&](SQLite::Database& sql) {
     auto row = *aios::store::load_task(sql, prefix + "-template");
     for (std::size_t i = 0; i < count; ++i) {
@@ -176,7 +178,10 @@ double store_lifecycles(std::size_t tasks) {
   f.add_worker("w-0");
   std::vector<json> views;
   for (std::size_t i = 0; i < tasks; ++i) {
-    views.push_back(f.plane.create_task(create_body("s-" + std::to_string(i), "t")).second);
+    views.push_back(f.plane
+                        .create_task(aios::fleet::task_submission_of(
+                            create_body("s-" + std::to_string(i), "t")))
+                        .second);
   }
   const auto start = Clock::now();
   for (const auto& view : views) lifecycle_in_process(f, view, "w-0");
@@ -204,7 +209,8 @@ double http_lifecycles(std::size_t workers, std::size_t tasks_per_worker) {
     f.add_worker("w-" + std::to_string(w));
     for (std::size_t i = 0; i < tasks_per_worker; ++i) {
       const auto id = "h" + std::to_string(w) + "-" + std::to_string(i);
-      assigned[w].push_back(f.plane.create_task(create_body(id, "t")).second);
+      assigned[w].push_back(
+          f.plane.create_task(aios::fleet::task_submission_of(create_body(id, "t"))).second);
     }
   }
   std::atomic<bool> failed{false};

@@ -61,22 +61,22 @@ struct Endpoints {
                                        {"allowed_adapters", {"source_capture", "deterministic"}},
                                        {"max_concurrency", 64}}));
     const std::string oid(40, 'a');
-    plane.create_task({{"task_id", "fz-1"},
-                       {"goal", "Capture the interface"},
-                       {"binding",
-                        {{"task_id", "fz-1"},
-                         {"job_id", "job-fz-1"},
-                         {"repository", "aios/aios"},
-                         {"base_oid", oid},
-                         {"expected_branch_oid", oid},
-                         {"target_branch", "agent/fz-1"},
-                         {"branch_mode", "CREATE_NEW"},
-                         {"generation", 1},
-                         {"idempotency_key", "fz-1-binding-v1"}}},
-                       {"execution",
-                        {{"action", "source_capture"},
-                         {"adapter", "source_capture"},
-                         {"capability_scope", {"git.read"}}}}});
+    plane.create_task(fleet::task_submission_of({{"task_id", "fz-1"},
+                                                 {"goal", "Capture the interface"},
+                                                 {"binding",
+                                                  {{"task_id", "fz-1"},
+                                                   {"job_id", "job-fz-1"},
+                                                   {"repository", "aios/aios"},
+                                                   {"base_oid", oid},
+                                                   {"expected_branch_oid", oid},
+                                                   {"target_branch", "agent/fz-1"},
+                                                   {"branch_mode", "CREATE_NEW"},
+                                                   {"generation", 1},
+                                                   {"idempotency_key", "fz-1-binding-v1"}}},
+                                                 {"execution",
+                                                  {{"action", "source_capture"},
+                                                   {"adapter", "source_capture"},
+                                                   {"capability_scope", {"git.read"}}}}}));
   }
 
   SystemClock clock;

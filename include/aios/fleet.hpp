@@ -123,6 +123,15 @@ struct Cancellation {
 };
 Cancellation cancellation_of(const nlohmann::json& body);
 
+// A task as its owner submits it (POST /v1/tasks), projected and validated once: the binding,
+// the task document and its execution envelope with its digest, made into the row it is stored
+// as (the plane sets its times) and the execution the resolution checks.
+struct TaskSubmission {
+  store::TaskRow row;
+  nlohmann::json execution;
+};
+TaskSubmission task_submission_of(const nlohmann::json& body);
+
 // The client certificate an agent's workers must present, as stored: the URI as given, the
 // fingerprint as lower-case hex without the colons openssl prints between its bytes; both
 // empty: none. {uri?, sha256?} (AGENT_CERTIFICATE_BINDING_INVALID).
@@ -218,10 +227,10 @@ class TaskPlane {
                                   const fleet::WorkerConfiguration& configuration);
   nlohmann::json fleet_view();
 
-  // Owner: project and store a task. {status: 201 new | 200 identical replay, task view}.
-  // With a resolver, a new task whose envelope could never resolve is refused with the
-  // resolution's code and nothing is written (an identical replay still answers 200).
-  std::pair<int, nlohmann::json> create_task(const nlohmann::json& body);
+  // Owner: store a task. {status: 201 new | 200 identical replay, task view}. With a resolver,
+  // a new task whose envelope could never resolve is refused with the resolution's code and
+  // nothing is written (an identical replay still answers 200).
+  std::pair<int, nlohmann::json> create_task(const fleet::TaskSubmission& task);
   // Owner (reader == nullptr) or the agent whose worker holds the claim.
   nlohmann::json task_view(const std::string& task_id, const Agent* reader);
   // Owner: tasks of `status` and `tenant` (either empty: any) in queue order after seq `after`.
@@ -331,9 +340,9 @@ class TaskPlane {
       return item;
     }
   };
-  // Owner: create_task for each body (a task id a second time in one batch:
-  // TASK_ALREADY_EXISTS). {"tasks": [...]}.
-  nlohmann::json create_tasks(const std::vector<nlohmann::json>& tasks);
+  // Owner: create_task for each (a task id a second time in one batch: TASK_ALREADY_EXISTS).
+  // {"tasks": [...]}.
+  nlohmann::json create_tasks(const std::vector<BatchItem<fleet::TaskSubmission>>& tasks);
   // Agent: submit_result for each, then, with a `worker_id`, claim_next_many for it in the
   // same transaction (its error kept apart, as submit_result_then_claim keeps it).
   struct ResultsThenClaims {

@@ -62,20 +62,16 @@ nlohmann::json fleet::refused_item(const std::string& task_id, const std::except
           {"error", code}};
 }
 
-nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks) {
+nlohmann::json TaskPlane::create_tasks(const std::vector<BatchItem<fleet::TaskSubmission>>& tasks) {
   const auto now = store_.now();
   std::vector<std::optional<fleet::NewTask>> checked(tasks.size());
-  std::vector<std::string> ids(tasks.size());
   std::set<std::string> seen;
   std::vector<std::pair<int, nlohmann::json>> answers(tasks.size());
   const auto outcome = fleet::run_batch(
       store_, tasks.size(),
       [&](std::size_t i) {
-        if (const auto id = tasks[i].find("task_id");
-            tasks[i].is_object() && id != tasks[i].end() && id->is_string()) {
-          ids[i] = id->get<std::string>();
-        }
-        checked[i] = fleet::new_task(tasks[i], resolver_, now);
+        check_item(tasks[i]);
+        checked[i] = fleet::new_task(*tasks[i].call, resolver_, now);
         // The second of two items under one id is not a replay of the first.
         if (!seen.insert(checked[i]->row.task_id).second) {
           envelope::fail(ErrorCode::TASK_ALREADY_EXISTS);
@@ -88,7 +84,7 @@ nlohmann::json TaskPlane::create_tasks(const std::vector<nlohmann::json>& tasks)
   std::size_t created = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     if (outcome[i]) {
-      out.push_back(fleet::refused_item(ids[i], outcome[i]));
+      out.push_back(fleet::refused_item(tasks[i].task_id, outcome[i]));
       continue;
     }
     if (answers[i].first == 201) ++created;

@@ -133,12 +133,12 @@ std::string new_agent_token(Random& random);
 // step, or one item of a batch under a savepoint of its own. An apply may run again (a re-run
 // write body), so it only writes through `tx` and sets what it answers.
 
-// A new task projected and validated, and resolved as a claim would with no plan registered.
+// A submitted task given its times, and resolved as a claim would with no plan registered.
 struct NewTask {
   store::TaskRow row;
   std::optional<Error> unresolvable;  // refused, unless the request replays a stored task
 };
-NewTask new_task(const nlohmann::json& body, const resolution::Resolver* resolver, TimePoint now);
+NewTask new_task(const TaskSubmission& task, const resolution::Resolver* resolver, TimePoint now);
 // 201 and the new task's view, or 200 and the stored view for an identical replay
 // (TASK_ALREADY_EXISTS for another body under the id).
 std::pair<int, nlohmann::json> store_new_task(store::Transaction& tx, const NewTask& task);

@@ -38,8 +38,7 @@ bool readable_by(store::Transaction& tx, const store::TaskRow& row, const Agent*
 
 }  // namespace
 
-fleet::NewTask fleet::new_task(const nlohmann::json& body, const resolution::Resolver* resolver,
-                               TimePoint now_at) {
+fleet::TaskSubmission fleet::task_submission_of(const nlohmann::json& body) {
   if (!body.is_object()) fail(ErrorCode::REQUEST_INVALID);
   const auto binding_it = body.find("binding");
   if (binding_it == body.end()) fail(ErrorCode::BINDING_INVALID);
@@ -54,10 +53,8 @@ fleet::NewTask fleet::new_task(const nlohmann::json& body, const resolution::Res
   // The id is part of the request so a replay is recognized before projection work is stored.
   if (!task_request.contains("task_id")) fail(ErrorCode::TASK_BINDING_MISMATCH);
   const auto projected = project_online_task(binding, task_request, execution_request);
-  const auto& execution = projected["metadata"]["execution"];
-  const std::string now = format_iso8601(now_at);
-
-  NewTask task;
+  TaskSubmission task{.row = {}, .execution = projected["metadata"]["execution"]};
+  const auto& execution = task.execution;
   auto& row = task.row;
   row.task_id = binding.task_id;
   row.status = "QUEUED";
@@ -78,18 +75,23 @@ fleet::NewTask fleet::new_task(const nlohmann::json& body, const resolution::Res
   document.erase("metadata");
   row.task_json = canonical_json(document);
   row.request_sha256 = digest(body);
-  row.created_at = now;
-  row.updated_at = now;
+  return task;
+}
+
+fleet::NewTask fleet::new_task(const TaskSubmission& task, const resolution::Resolver* resolver,
+                               TimePoint now) {
+  NewTask out{.row = task.row, .unresolvable = std::nullopt};
+  out.row.created_at = out.row.updated_at = format_iso8601(now);
   // Resolved as a claim would, outside the write: a task that could never run is refused
   // before anything is stored, unless it is the identical replay of one stored earlier.
   if (resolver != nullptr) {
     try {
-      resolver->check_resolvable(row, execution);
+      resolver->check_resolvable(out.row, task.execution);
     } catch (const Error& error) {
-      task.unresolvable = error;
+      out.unresolvable = error;
     }
   }
-  return task;
+  return out;
 }
 
 std::pair<int, nlohmann::json> fleet::store_new_task(store::Transaction& tx, const NewTask& task) {
@@ -109,8 +111,8 @@ std::pair<int, nlohmann::json> fleet::store_new_task(store::Transaction& tx, con
   return {201, view_of(*tx.load_task(row.task_id))};
 }
 
-std::pair<int, nlohmann::json> TaskPlane::create_task(const nlohmann::json& body) {
-  const auto task = fleet::new_task(body, resolver_, store_.now());
+std::pair<int, nlohmann::json> TaskPlane::create_task(const fleet::TaskSubmission& submission) {
+  const auto task = fleet::new_task(submission, resolver_, store_.now());
   std::pair<int, nlohmann::json> answer;
   store_.write([&](store::Transaction& tx) { answer = fleet::store_new_task(tx, task); });
   if (answer.first == 201) queue_changed();

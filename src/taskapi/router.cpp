@@ -392,7 +392,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (n == 2 && method == "POST") {
     route_name = "tasks_create";
     need_owner();
-    auto [status, view] = plane_.create_task(http::json_object_body(request));
+    auto [status, view] =
+        plane_.create_task(fleet::task_submission_of(http::json_object_body(request)));
     return http::json_response(status, view);
   }
   if (n == 2 && method == "GET") {
@@ -411,8 +412,16 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     need_owner();
     auto body = http::json_object_body(request);
     auto& items = batch_items(body, "tasks");
-    return ok(plane_.create_tasks(std::vector<nlohmann::json>(
-        std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()))));
+    // A task's id is part of its body; an item refused names it when it names one.
+    std::vector<TaskPlane::BatchItem<fleet::TaskSubmission>> tasks;
+    tasks.reserve(items.size());
+    for (const auto& item : items) {
+      const auto id = item.find("task_id");  // end() for an item that is not an object
+      tasks.push_back(TaskPlane::BatchItem<fleet::TaskSubmission>::of(
+          id != item.end() && id->is_string() ? id->get<std::string>() : std::string(), item,
+          fleet::task_submission_of));
+    }
+    return ok(plane_.create_tasks(tasks));
   }
   if (n == 3 && parts[2] == "results" && method == "POST") {
     route_name = "tasks_results";

@@ -41,7 +41,7 @@ class CommitRecoveryTest : public PlaneTest {
     auto body = task_body(spec);
     body["binding"]["base_oid"] = base_;
     body["binding"]["expected_branch_oid"] = base_;
-    plane_.create_task(body);
+    plane_.create_task(fleet::task_submission_of(body));
     const auto claimed = claim(agent_, "task-recovery", "worker-r");
     body_ = {{"task_id", "task-recovery"},
              {"lease_token", claimed["lease_token"]},

@@ -52,8 +52,13 @@ TEST_F(BatchTest, CreatesEachTaskOrRefusesItAloneInRequestOrder) {
   plane_.on_queue_change(
       [&](const TaskPlane::QueueChange& change) { signalled += static_cast<int>(change.claims); });
 
-  const auto answer = plane_.create_tasks({task("new-1"), malformed, task("stored"), changed,
-                                           task("twice"), task("twice"), task("new-2")});
+  std::vector<TaskPlane::BatchItem<fleet::TaskSubmission>> items_in;
+  for (const auto& body : {task("new-1"), malformed, task("stored"), changed, task("twice"),
+                           task("twice"), task("new-2")}) {
+    items_in.push_back(TaskPlane::BatchItem<fleet::TaskSubmission>::of(body["task_id"], body,
+                                                                       fleet::task_submission_of));
+  }
+  const auto answer = plane_.create_tasks(items_in);
   plane_.on_queue_change(nullptr);
 
   const auto& items = answer["tasks"];

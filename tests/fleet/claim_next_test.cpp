@@ -105,17 +105,21 @@ TEST_F(ClaimNextTest, ATaskThatCouldNeverResolveIsRefusedAtCreateUnlessItIsARepl
   // one verified with python3 should be refused with the resolution's code and leave nothing
   // stored, and one verified with /usr/bin/true created.
   const auto stored = verified_task("create-before", "/usr/bin/python3");
-  ASSERT_EQ(plane_.create_task(task_body(stored)).first, 201);
+  ASSERT_EQ(plane_.create_task(fleet::task_submission_of(task_body(stored))).first, 201);
 
-  const auto replay = resolving_.create_task(task_body(stored));
+  const auto replay = resolving_.create_task(fleet::task_submission_of(task_body(stored)));
   EXPECT_EQ(replay.first, 200);
   EXPECT_EQ(replay.second["task_id"], "create-before");
   EXPECT_EQ(code_of([&] {
-              resolving_.create_task(task_body(verified_task("create-after", "/usr/bin/python3")));
+              resolving_.create_task(fleet::task_submission_of(
+                  task_body(verified_task("create-after", "/usr/bin/python3"))));
             }),
             "VERIFICATION_EXECUTABLE_NOT_ALLOWED");
   EXPECT_EQ(code_of([&] { view("create-after"); }), "TASK_NOT_FOUND");
-  EXPECT_EQ(resolving_.create_task(task_body(verified_task("create-true", "/usr/bin/true"))).first,
+  EXPECT_EQ(resolving_
+                .create_task(fleet::task_submission_of(
+                    task_body(verified_task("create-true", "/usr/bin/true"))))
+                .first,
             201);
 }
 

@@ -151,7 +151,7 @@ class PlaneTest : public ::testing::Test {
   }
 
   Json create_task(const TaskSpec& spec) {
-    auto [status, view] = plane_.create_task(task_body(spec));
+    auto [status, view] = plane_.create_task(fleet::task_submission_of(task_body(spec)));
     if (status != 201) throw std::runtime_error("create_task did not return 201");
     return view;
   }

@@ -193,7 +193,7 @@ TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
     while (i % 2 == 0 && !holding.load()) std::this_thread::yield();
     while (true) {
       try {
-        plane.create_task(task_body(spec));
+        plane.create_task(fleet::task_submission_of(task_body(spec)));
         break;
       } catch (const Error& error) {
         ASSERT_EQ(error.code(), "STORE_BUSY");
@@ -280,7 +280,7 @@ TEST_F(DiskFullTest, FullDiskFailsTheWriteAndLeavesEveryCommittedTaskWhole) {
     spec.task_id = "task-full-" + std::to_string(created);
     const std::string before = dump(db);
     try {
-      plane.create_task(task_body(spec));
+      plane.create_task(fleet::task_submission_of(task_body(spec)));
     } catch (const Error& error) {
       code = error.code();
       EXPECT_EQ(dump(db), before) << "a failed create left partial state";
@@ -297,7 +297,7 @@ TEST_F(DiskFullTest, FullDiskFailsTheWriteAndLeavesEveryCommittedTaskWhole) {
   std::filesystem::remove(ballast);
   std::string retry_code = "ok";
   try {
-    plane.create_task(task_body(spec));
+    plane.create_task(fleet::task_submission_of(task_body(spec)));
   } catch (const Error& error) {
     retry_code = error.code();
   }

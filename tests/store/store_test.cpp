@@ -42,7 +42,7 @@ struct PlaneOver {
   int create(const std::string& task_id) {
     TaskSpec spec;
     spec.task_id = task_id;
-    return plane.create_task(task_body(spec)).first;
+    return plane.create_task(fleet::task_submission_of(task_body(spec))).first;
   }
   ManualClock clock{start_time()};
   store::SqliteStore store;
@@ -121,7 +121,7 @@ TEST_F(StoreTest, SecondDatabaseSeesCommittedWrites) {
       fleet::agent_grant_of({{"agent_id", "agent-x"}, {"granted_capabilities", {"code.read"}}}));
   TaskSpec spec;
   spec.task_id = "shared-1";
-  ASSERT_EQ(plane_one.create_task(task_body(spec)).first, 201);
+  ASSERT_EQ(plane_one.create_task(fleet::task_submission_of(task_body(spec))).first, 201);
 
   const auto agent = plane_two.authenticate_agent(agent_created["token"].get<std::string>());
   ASSERT_TRUE(agent.has_value());
