@@ -1,6 +1,4 @@
 #include <algorithm>
-#include <array>
-#include <cctype>
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
