@@ -168,10 +168,11 @@ nlohmann::json& batch_items(nlohmann::json& body, const char* field) {
 }
 
 // Each item of a per-task batch as its task id and its call, parsed by `parse` from the item
-// without its task_id, or the refusal the parse met: an item that is not an object, names no
-// task id or does not parse is refused on its own.
+// (without its task_id unless `id_in_body`: a new task's id is part of its body), or the
+// refusal the parse met: an item that is not an object, names no task id or does not parse is
+// refused on its own, with the id it named, if any.
 template <class Parse>
-auto task_items(nlohmann::json& items, const Parse& parse) {
+auto task_items(nlohmann::json& items, const Parse& parse, bool id_in_body = false) {
   using Item = TaskPlane::BatchItem<std::invoke_result_t<const Parse&, const nlohmann::json&>>;
   std::vector<Item> out;
   out.reserve(items.size());
@@ -180,7 +181,7 @@ auto task_items(nlohmann::json& items, const Parse& parse) {
     if (body.is_object()) {
       if (const auto id = body.find("task_id"); id != body.end()) {
         if (id->is_string()) task_id = id->get<std::string>();
-        body.erase(id);
+        if (!id_in_body) body.erase(id);
       }
     }
     out.push_back(Item::of(std::move(task_id), body, parse));
@@ -411,17 +412,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     route_name = "tasks_batch";
     need_owner();
     auto body = http::json_object_body(request);
-    auto& items = batch_items(body, "tasks");
-    // A task's id is part of its body; an item refused names it when it names one.
-    std::vector<TaskPlane::BatchItem<fleet::TaskSubmission>> tasks;
-    tasks.reserve(items.size());
-    for (const auto& item : items) {
-      const auto id = item.find("task_id");  // end() for an item that is not an object
-      tasks.push_back(TaskPlane::BatchItem<fleet::TaskSubmission>::of(
-          id != item.end() && id->is_string() ? id->get<std::string>() : std::string(), item,
-          fleet::task_submission_of));
-    }
-    return ok(plane_.create_tasks(tasks));
+    return ok(plane_.create_tasks(
+        task_items(batch_items(body, "tasks"), fleet::task_submission_of, /*id_in_body=*/true)));
   }
   if (n == 3 && parts[2] == "results" && method == "POST") {
     route_name = "tasks_results";
