@@ -273,6 +273,12 @@ class ErrorTableTest : public SchedulerTest {
          "TASK_NOT_FOUND"},
         {"cancel an unknown task", Who::kOwner, "POST", "/v1/tasks/task-missing/cancel", "{}", 404,
          "TASK_NOT_FOUND"},
+        // A body is checked whole before what it names is looked up.
+        {"cancel an unknown task with a malformed revision", Who::kOwner, "POST",
+         "/v1/tasks/task-missing/cancel", dump({{"expected_revision", "one"}}), 400,
+         "REVISION_INVALID"},
+        {"configure an unknown worker with a malformed field", Who::kOwner, "PUT",
+         "/v1/fleet/workers/w-ghost", dump({{"max_slots", 0}}), 400, "WORKER_REGISTRATION_INVALID"},
         {"verify an unknown task", Who::kOwner, "POST", "/v1/tasks/task-missing/verification",
          dump({{"expected_revision", 1}, {"decision", "PASS"}}), 404, "TASK_NOT_FOUND"},
         {"eligibility of an unknown task", Who::kOwner, "GET", "/v1/tasks/task-missing/eligibility",
