@@ -48,8 +48,8 @@ struct TaskPlaneOptions {
 // An authenticated agent: the holder of a token issued by create_agent.
 struct Agent {
   std::string agent_id;
-  nlohmann::json granted_capabilities;
-  nlohmann::json granted_tenants = nlohmann::json::array();  // empty: every tenant
+  store::Names granted_capabilities;
+  store::Names granted_tenants;  // empty: every tenant
   // The client certificate its workers must present (a subjectAltName URI and/or the SHA-256
   // of the DER); both empty: none recorded.
   std::string certificate_uri{};
@@ -143,22 +143,22 @@ CertificateBinding certificate_binding_of(const nlohmann::json& value);
 
 // The lists below are sorted, without duplicates, each name checked.
 struct AgentGrant {
-  std::string agent_id;                 // AGENT_ID_INVALID
-  nlohmann::json granted_capabilities;  // worker-vocabulary names
-  nlohmann::json granted_tenants;       // empty: every tenant
+  std::string agent_id;               // AGENT_ID_INVALID
+  store::Names granted_capabilities;  // worker-vocabulary names, sorted
+  store::Names granted_tenants;       // sorted; empty: every tenant
   CertificateBinding client_certificate;
 };
 AgentGrant agent_grant_of(const nlohmann::json& body);
 
 // A worker as its agent registers it; the grant it must lie inside is the plane's to check.
 struct WorkerRegistration {
-  std::string worker_id;  // WORKER_ID_INVALID
-  nlohmann::json capabilities;
-  nlohmann::json allowed_adapters;  // known adapters (WORKER_ADAPTER_UNKNOWN)
+  std::string worker_id;          // WORKER_ID_INVALID
+  store::Names capabilities;      // sorted
+  store::Names allowed_adapters;  // known adapters (WORKER_ADAPTER_UNKNOWN), sorted
   std::int64_t max_concurrency = 1;
   std::string failure_domain = "default";
-  nlohmann::json labels;   // at most 32 name -> string
-  nlohmann::json tenants;  // none: the agent's grant
+  store::Labels labels;  // at most 32
+  store::Names tenants;  // sorted; none: the agent's grant
 };
 WorkerRegistration worker_registration_of(const nlohmann::json& body);
 
@@ -166,7 +166,7 @@ WorkerRegistration worker_registration_of(const nlohmann::json& body);
 struct WorkerConfiguration {
   std::optional<std::int64_t> max_slots;
   std::optional<std::string> failure_domain;
-  std::optional<nlohmann::json> labels;
+  std::optional<store::Labels> labels;
   std::optional<bool> quarantined;
   bool reset_circuit = false;
 };

@@ -55,13 +55,13 @@ class Resolver {
   // claim-next passes the task over with, TASK_ENVELOPE_DRIFT when it resolves to another digest
   // than the task's (a plan registered since, awaiting the owner's rebind).
   Resolved for_claim(store::Transaction& tx, const store::TaskRow& row,
-                     const nlohmann::json& execution, const nlohmann::json* granted) const;
+                     const nlohmann::json& execution, const store::Names* granted) const;
 
   // The Bridge's route: the envelope for `required` capabilities, replaying `execution` when
   // given. `persisted`: the task's execution as stored.
   Resolved resolve(store::Transaction& tx, const store::TaskRow& row,
                    const nlohmann::json& persisted, const nlohmann::json& required,
-                   const nlohmann::json* execution, const nlohmann::json* granted) const;
+                   const nlohmann::json* execution, const store::Names* granted) const;
 
   // At create, before anything is stored: `execution` is the projection just validated, so
   // only what resolution asks beyond validation is checked (every projected envelope resolves

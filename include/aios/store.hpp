@@ -11,6 +11,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +32,12 @@ inline constexpr int kSchemaVersion = 10;
 inline bool is_terminal_status(std::string_view status) {
   return status == "SUCCEEDED" || status == "FAILED" || status == "CANCELLED";
 }
+
+// A list of names as a fleet column holds it (capabilities, adapters, tenants), and a worker's
+// labels (name -> text). The backends keep them as canonical JSON text, written and read only
+// by the store (src/store/columns.cpp): the fleet works on these values, never on the text.
+using Names = std::vector<std::string>;
+using Labels = std::map<std::string, std::string>;
 
 // One row of `tasks`, typed. Optional text columns are empty strings when NULL.
 struct TaskRow {
@@ -58,7 +65,9 @@ struct TaskRow {
   std::string created_at;
   std::string updated_at;
   std::string execution_digest;
-  std::string capability_scope_json;
+  // The execution's capability scope; nullopt when the column is NULL or not a list of names
+  // (a damaged row), which nothing is ever claimed under.
+  std::optional<Names> capability_scope;
   std::int64_t seq = 0;
   // Advanced by every heartbeat: the fence a lease sweep checks besides the revision, which a
   // heartbeat leaves alone.
@@ -71,8 +80,8 @@ struct TaskRow {
 struct AgentRecord {
   std::string agent_id;
   std::string token_sha256;
-  std::string granted_capabilities_json;
-  std::string granted_tenants_json;
+  Names granted_capabilities;
+  Names granted_tenants;  // empty: every tenant
   std::string created_at;
   // The client certificate the agent must present (mutual TLS): a subjectAltName URI and/or the
   // SHA-256 of the certificate's DER; both empty when none is recorded.
@@ -85,10 +94,10 @@ struct AgentRecord {
 struct WorkerRecord {
   std::string worker_id;
   std::string agent_id;
-  std::string capabilities_json;
-  std::string allowed_adapters_json;
-  std::string labels_json;
-  std::string tenants_json;
+  Names capabilities;
+  Names allowed_adapters;
+  Labels labels;
+  Names tenants;  // empty: any tenant
   double last_seen = 0;
   std::int64_t max_slots = 1;
   std::string failure_domain;
@@ -104,10 +113,10 @@ struct WorkerRecord {
 struct WorkerRegistration {
   std::string worker_id;
   std::string agent_id;
-  std::string capabilities_json;
-  std::string allowed_adapters_json;
-  std::string labels_json;
-  std::string tenants_json;
+  Names capabilities;
+  Names allowed_adapters;
+  Labels labels;
+  Names tenants;
   std::string registered_at;
   double seen_at = 0;
   std::int64_t max_slots = 1;
@@ -119,7 +128,7 @@ struct WorkerCapacity {
   std::string worker_id;
   std::int64_t max_slots = 1;
   std::string failure_domain;
-  std::string labels_json;
+  Labels labels;
   bool quarantined = false;
   double updated_at = 0;
 };
@@ -281,7 +290,7 @@ struct RebindUpdate {
   std::string execution_digest;
   std::string action;
   std::string adapter;
-  std::string capability_scope_json;
+  Names capability_scope;
   std::string updated_at;
 };
 

@@ -34,7 +34,7 @@ bool is_name(const nlohmann::json& value) {
 }
 
 // Worker-vocabulary names, each known (a name that grants nothing is a typo, not a no-op).
-nlohmann::json worker_capability_list(const nlohmann::json& value) {
+store::Names worker_capability_list(const nlohmann::json& value) {
   if (!value.is_array() || value.size() > 64) fail(ErrorCode::CAPABILITY_INVALID);
   std::set<std::string> names;
   for (const auto& item : value) {
@@ -44,28 +44,30 @@ nlohmann::json worker_capability_list(const nlohmann::json& value) {
     }
     names.insert(std::move(name));
   }
-  return nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
+  return {names.begin(), names.end()};
 }
 
-nlohmann::json name_list(const nlohmann::json& value, ErrorCode code) {
+store::Names name_list(const nlohmann::json& value, ErrorCode code) {
   if (!value.is_array() || value.size() > 64) fail(code);
   std::set<std::string> names;
   for (const auto& item : value) {
     if (!is_name(item)) fail(code);
     names.insert(item.get<std::string>());
   }
-  return nlohmann::json(std::vector<std::string>(names.begin(), names.end()));
+  return {names.begin(), names.end()};
 }
 
-nlohmann::json labels_of(const nlohmann::json& value) {
+store::Labels labels_of(const nlohmann::json& value) {
   if (!value.is_object() || value.size() > 32) fail(ErrorCode::WORKER_REGISTRATION_INVALID);
+  store::Labels labels;
   for (const auto& item : value.items()) {
     if (!is_name(nlohmann::json(item.key())) || !item.value().is_string() ||
         item.value().get_ref<const std::string&>().size() > 256) {
       fail(ErrorCode::WORKER_REGISTRATION_INVALID);
     }
+    labels.emplace(item.key(), item.value().get<std::string>());
   }
-  return value;
+  return labels;
 }
 
 std::string failure_domain_of(const nlohmann::json& value) {
@@ -254,8 +256,7 @@ WorkerRegistration worker_registration_of(const nlohmann::json& body) {
   worker.allowed_adapters = name_list(envelope::get_or(body, "allowed_adapters", kDefaultAdapters),
                                       ErrorCode::WORKER_ADAPTER_UNKNOWN);
   for (const auto& adapter : worker.allowed_adapters) {
-    if (std::find(kAdapters.begin(), kAdapters.end(), adapter.get<std::string>()) ==
-        kAdapters.end()) {
+    if (std::find(kAdapters.begin(), kAdapters.end(), adapter) == kAdapters.end()) {
       fail(ErrorCode::WORKER_ADAPTER_UNKNOWN);
     }
   }

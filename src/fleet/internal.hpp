@@ -24,16 +24,11 @@
 namespace aios::fleet {
 
 struct WorkerState : store::WorkerRecord {
-  // The stored JSON columns, parsed once per load.
-  nlohmann::json capabilities;
-  std::set<std::string> effective;  // normalize_worker_capabilities(capabilities)
-  std::set<std::string> allowed_adapters;
-  nlohmann::json labels;
-  std::set<std::string> tenants;  // empty: any tenant
+  std::set<std::string> effective;  // normalize_worker_capabilities(capabilities), once per load
 };
 
 // What the fleet decides a claim on, read from the task's narrow columns (adapter,
-// execution_digest, capability_scope_json), never by parsing its stored envelope: every writer
+// execution_digest, capability scope), never by parsing its stored envelope: every writer
 // keeps them equal to metadata_json's execution, which stays authoritative (the rebind service
 // writes both; schema 10's trigger rewrites them when another writer, the seed's rebind,
 // rewrites the metadata alone).

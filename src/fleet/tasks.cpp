@@ -63,7 +63,7 @@ fleet::TaskSubmission fleet::task_submission_of(const nlohmann::json& body) {
   row.revision = 1;
   row.metadata_json = canonical_json(projected["metadata"]);
   row.required_capabilities_json = canonical_json(projected["required_capabilities"]);
-  row.capability_scope_json = canonical_json(execution["capability_scope"]);
+  row.capability_scope = execution["capability_scope"].get<store::Names>();
   row.job_id = binding.job_id;
   row.action = execution["action"];
   row.adapter = execution["adapter"];

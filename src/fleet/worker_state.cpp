@@ -12,19 +12,14 @@ bool circuit_blocks(const WorkerState& worker, double now) {
   return worker.circuit_state == "OPEN" && (now < worker.circuit_open_until || worker.probes > 0);
 }
 
+bool contains(const store::Names& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 WorkerState state_of(const store::WorkerRecord& record) {
   WorkerState state;
   static_cast<store::WorkerRecord&>(state) = record;
-  const auto empty = nlohmann::json::array();
-  state.capabilities = task::parse_column(record.capabilities_json, empty);
-  state.effective = normalize_worker_capabilities(state.capabilities);
-  for (const auto& adapter : task::parse_column(record.allowed_adapters_json, empty)) {
-    state.allowed_adapters.insert(adapter.get<std::string>());
-  }
-  state.labels = task::parse_column(record.labels_json, nlohmann::json::object());
-  for (const auto& tenant : task::parse_column(record.tenants_json, empty)) {
-    state.tenants.insert(tenant.get<std::string>());
-  }
+  state.effective = normalize_worker_capabilities(nlohmann::json(record.capabilities));
   return state;
 }
 
@@ -53,9 +48,9 @@ std::vector<WorkerState> load_workers(store::Transaction& tx, double now) {
 
 TaskFacts facts_of(const store::TaskRow& row) {
   TaskFacts facts{.adapter = row.adapter, .execution_digest = row.execution_digest, .required = {}};
+  if (!row.capability_scope) return facts;
   try {
-    facts.required = normalize_required_capabilities(
-        task::parse_column(row.capability_scope_json, nlohmann::json::array()));
+    facts.required = normalize_required_capabilities(nlohmann::json(*row.capability_scope));
   } catch (const Error&) {
     facts.required.clear();
   }
@@ -100,8 +95,9 @@ std::vector<std::string> ineligibility_reasons(const WorkerState& worker,
                                                facts.required.begin(), facts.required.end())) {
     reasons.emplace_back("capability_missing");
   }
-  if (!worker.allowed_adapters.contains(facts.adapter)) reasons.emplace_back("adapter_not_allowed");
-  if (!worker.tenants.empty() && !worker.tenants.contains(tenant_of(task.scope_key))) {
+  if (!contains(worker.allowed_adapters, facts.adapter))
+    reasons.emplace_back("adapter_not_allowed");
+  if (!worker.tenants.empty() && !contains(worker.tenants, tenant_of(task.scope_key))) {
     reasons.emplace_back("scope");
   }
   if (now - worker.last_seen > static_cast<double>(options.worker_online_window.count())) {

@@ -64,8 +64,8 @@ nlohmann::json TaskPlane::create_agent(const fleet::AgentGrant& grant) {
   const auto& binding = grant.client_certificate;
   store_.write([&](store::Transaction& tx) {
     if (tx.agent_exists(grant.agent_id)) fail(ErrorCode::AGENT_ALREADY_EXISTS);
-    tx.insert_agent({grant.agent_id, sha256_hex(token), canonical_json(grant.granted_capabilities),
-                     canonical_json(grant.granted_tenants), now, binding.uri, binding.sha256});
+    tx.insert_agent({grant.agent_id, sha256_hex(token), grant.granted_capabilities,
+                     grant.granted_tenants, now, binding.uri, binding.sha256});
   });
   return {{"agent_id", grant.agent_id},
           {"granted_capabilities", grant.granted_capabilities},
@@ -125,9 +125,7 @@ std::optional<Agent> TaskPlane::authenticate_agent(const std::string& token) {
   store_.read([&](store::Transaction& tx) {
     const auto record = tx.live_agent_by_token(hash);
     if (record && constant_time_equal(record->token_sha256, hash)) {
-      const auto empty = nlohmann::json::array();
-      agent = Agent{record->agent_id, task::parse_column(record->granted_capabilities_json, empty),
-                    task::parse_column(record->granted_tenants_json, empty),
+      agent = Agent{record->agent_id, record->granted_capabilities, record->granted_tenants,
                     record->certificate_uri, record->certificate_sha256};
     }
   });
@@ -154,8 +152,8 @@ std::optional<Agent> TaskPlane::authenticate_agent(const http::Request& request)
 nlohmann::json TaskPlane::register_worker(const Agent& agent,
                                           const fleet::WorkerRegistration& registration) {
   const auto& worker_id = registration.worker_id;
-  const auto effective = normalize_worker_capabilities(registration.capabilities);
-  const auto grant = normalize_worker_capabilities(agent.granted_capabilities);
+  const auto effective = normalize_worker_capabilities(nlohmann::json(registration.capabilities));
+  const auto grant = normalize_worker_capabilities(nlohmann::json(agent.granted_capabilities));
   if (!std::includes(grant.begin(), grant.end(), effective.begin(), effective.end())) {
     fail(ErrorCode::WORKER_CAPABILITY_NOT_GRANTED);
   }
@@ -179,10 +177,10 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent,
     }
     tx.register_worker({.worker_id = worker_id,
                         .agent_id = agent.agent_id,
-                        .capabilities_json = canonical_json(registration.capabilities),
-                        .allowed_adapters_json = canonical_json(registration.allowed_adapters),
-                        .labels_json = canonical_json(registration.labels),
-                        .tenants_json = canonical_json(tenants),
+                        .capabilities = registration.capabilities,
+                        .allowed_adapters = registration.allowed_adapters,
+                        .labels = registration.labels,
+                        .tenants = tenants,
                         .registered_at = format_iso8601(now),
                         .seen_at = now_s,
                         .max_slots = registration.max_concurrency,
@@ -204,8 +202,8 @@ nlohmann::json TaskPlane::configure_worker(const std::string& worker_id,
     worker->failure_domain = configuration.failure_domain.value_or(worker->failure_domain);
     if (configuration.labels) worker->labels = *configuration.labels;
     worker->quarantined = configuration.quarantined.value_or(worker->quarantined);
-    tx.configure_worker({worker_id, worker->max_slots, worker->failure_domain,
-                         canonical_json(worker->labels), worker->quarantined, now});
+    tx.configure_worker({worker_id, worker->max_slots, worker->failure_domain, worker->labels,
+                         worker->quarantined, now});
     if (configuration.reset_circuit) tx.note_worker_success(worker_id, now);
     view = worker_view(*fleet::load_worker(tx, worker_id, now), now, options_);
   });

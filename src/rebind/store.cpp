@@ -99,7 +99,7 @@ nlohmann::json ExecutionRebindStore::rebind(std::string_view task_id_text,
              .execution_digest = new_digest,
              .action = new_execution.at("action").get<std::string>(),
              .adapter = new_execution.at("adapter").get<std::string>(),
-             .capability_scope_json = canonical_json(new_execution.at("capability_scope")),
+             .capability_scope = new_execution.at("capability_scope").get<store::Names>(),
              .updated_at = now})) {
       fail(ErrorCode::EXECUTION_REBIND_CAS_MISMATCH);
     }

@@ -67,7 +67,7 @@ Resolver::Resolver(std::set<std::string> verification_executables)
     : verification_executables_(std::move(verification_executables)) {}
 
 Resolved Resolver::for_claim(store::Transaction& tx, const store::TaskRow& row,
-                             const nlohmann::json& execution, const nlohmann::json* granted) const {
+                             const nlohmann::json& execution, const store::Names* granted) const {
   auto resolved = resolve(tx, row, execution, required_by(row), replayed(execution), granted);
   // Another digest than the task's is one the worker would refuse: the task is left QUEUED for
   // the rebind.
@@ -79,10 +79,10 @@ Resolved Resolver::for_claim(store::Transaction& tx, const store::TaskRow& row,
 
 Resolved Resolver::resolve(store::Transaction& tx, const store::TaskRow& row,
                            const nlohmann::json& persisted, const nlohmann::json& required,
-                           const nlohmann::json* execution, const nlohmann::json* granted) const {
+                           const nlohmann::json* execution, const store::Names* granted) const {
   // An agent sees only envelopes its grant could ever execute.
   if (granted != nullptr &&
-      !has_capabilities(*granted, persisted.value("capability_scope", required))) {
+      !has_capabilities(nlohmann::json(*granted), persisted.value("capability_scope", required))) {
     fail(ErrorCode::TASK_NOT_FOUND);
   }
   if (const auto plan = load_plan(tx, row.task_id)) {

@@ -7,7 +7,8 @@ namespace aios::store {
 // A worker with its capacity row and the slots and probes it holds at $1 (now).
 inline constexpr const char* kWorkerSelect =
     "SELECT w.worker_id, w.agent_id, w.capabilities_json, w.allowed_adapters_json, "
-    "w.labels_json, w.tenants_json, w.last_seen_at, COALESCE(c.max_slots, 1), "
+    "COALESCE(c.labels_json, w.labels_json), w.tenants_json, w.last_seen_at, "
+    "COALESCE(c.max_slots, 1), "
     "COALESCE(c.failure_domain, ''), COALESCE(c.circuit_state, 'CLOSED'), "
     "COALESCE(c.circuit_open_until, 0), COALESCE(c.consecutive_failures, 0), "
     "COALESCE(c.quarantined, 0), "

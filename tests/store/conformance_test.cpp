@@ -76,7 +76,7 @@ store::TaskRow queued_task(const std::string& task_id) {
   row.created_at = "2026-12-02T00:00:00Z";
   row.updated_at = row.created_at;
   row.execution_digest = std::string(64, 'b');
-  row.capability_scope_json = R"(["git.read"])";
+  row.capability_scope = store::Names{"git.read"};
   return row;
 }
 
@@ -107,7 +107,7 @@ store::RebindUpdate rebind_of(const std::string& task_id) {
           .execution_digest = std::string(64, 'e'),
           .action = "deterministic",
           .adapter = "deterministic",
-          .capability_scope_json = R"(["git.read","git.test"])",
+          .capability_scope = {"git.read", "git.test"},
           .updated_at = "2026-12-02T00:00:01Z"};
 }
 
@@ -172,16 +172,22 @@ TEST_P(StoreConformance, InsertedTaskLoadsWithEveryColumnAndTheNextSequence) {
   EXPECT_FALSE(load("task-missing"));
 }
 
-// Given an agent with a certificate binding, we should find it by its token with the binding as
-// stored, see a new binding replace it, and not find a revoked agent at all.
-TEST_P(StoreConformance, AnAgentKeepsItsCertificateBinding) {
-  const store::AgentRecord agent{"agent-a", std::string(64, 'a'),   R"(["git.read"])",
-                                 "[]",      "2026-12-05T00:00:00Z", "aios:agent:agent-a",
+// Given an agent with a certificate binding, we should find it by its token with its grant and
+// binding as stored, see a new binding replace it, and not find a revoked agent at all.
+TEST_P(StoreConformance, AnAgentKeepsItsGrantAndCertificateBinding) {
+  const store::AgentRecord agent{"agent-a",
+                                 std::string(64, 'a'),
+                                 {"git.read", "shell"},
+                                 {"tenant-a"},
+                                 "2026-12-05T00:00:00Z",
+                                 "aios:agent:agent-a",
                                  ""};
   store_->write([&](store::Transaction& tx) { tx.insert_agent(agent); });
   std::optional<store::AgentRecord> found;
   store_->read([&](store::Transaction& tx) { found = tx.live_agent_by_token(agent.token_sha256); });
   ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->granted_capabilities, agent.granted_capabilities);
+  EXPECT_EQ(found->granted_tenants, agent.granted_tenants);
   EXPECT_EQ(found->certificate_uri, "aios:agent:agent-a");
   EXPECT_EQ(found->certificate_sha256, "");
   store_->write([&](store::Transaction& tx) {
@@ -194,6 +200,44 @@ TEST_P(StoreConformance, AnAgentKeepsItsCertificateBinding) {
       [&](store::Transaction& tx) { tx.revoke_agent("agent-a", "2026-12-05T00:00:01Z"); });
   store_->read([&](store::Transaction& tx) { found = tx.live_agent_by_token(agent.token_sha256); });
   EXPECT_FALSE(found.has_value());
+}
+
+// Given a worker registered with lists and labels, then its labels configured, we should load
+// the values as they were last given (the owner's labels over the registered ones): the fleet
+// reads values, never the stored text.
+TEST_P(StoreConformance, AWorkerLoadsWithTheListsAndLabelsItWasGiven) {
+  const store::WorkerRegistration registration{.worker_id = "worker-a",
+                                               .agent_id = "agent-a",
+                                               .capabilities = {"git.read", "shell"},
+                                               .allowed_adapters = {"codex", "deterministic"},
+                                               .labels = {{"rack", "r1"}, {"zone", "b \"q\""}},
+                                               .tenants = {"tenant-a", "tenant-b"},
+                                               .registered_at = "2026-12-05T00:00:00Z",
+                                               .seen_at = 90,
+                                               .max_slots = 2,
+                                               .failure_domain = "fd"};
+  std::optional<store::WorkerRecord> found;
+  store_->write([&](store::Transaction& tx) {
+    tx.register_worker(registration);
+    found = tx.load_worker("worker-a", 90);
+  });
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->capabilities, registration.capabilities);
+  EXPECT_EQ(found->allowed_adapters, registration.allowed_adapters);
+  EXPECT_EQ(found->labels, registration.labels);
+  EXPECT_EQ(found->tenants, registration.tenants);
+  EXPECT_EQ(found->max_slots, 2);
+  store_->write([&](store::Transaction& tx) {
+    tx.configure_worker({.worker_id = "worker-a",
+                         .max_slots = 3,
+                         .failure_domain = "fd",
+                         .labels = {{"rack", "r2"}},
+                         .quarantined = false,
+                         .updated_at = 91});
+    found = tx.load_worker("worker-a", 91);
+  });
+  EXPECT_EQ(found->max_slots, 3);
+  EXPECT_EQ(found->labels, (store::Labels{{"rack", "r2"}}));
 }
 
 // Given tasks of a tenant, of its project, of another tenant and global ones, a listing by
@@ -551,7 +595,7 @@ TEST_P(StoreConformance, RebindAppliesOnlyWhereEveryFenceHolds) {
   EXPECT_EQ(after.execution_digest, update.execution_digest);
   EXPECT_EQ(after.action, "deterministic");
   EXPECT_EQ(after.adapter, "deterministic");
-  EXPECT_EQ(after.capability_scope_json, update.capability_scope_json);
+  EXPECT_EQ(after.capability_scope, update.capability_scope);
   EXPECT_EQ(after.updated_at, update.updated_at);
   EXPECT_FALSE(apply(rebind_of("task-a"))) << "a second apply of the same CAS";
 }
@@ -693,10 +737,10 @@ TEST_P(StoreConformance, ClaimWindowsAreTheSoonestEndOfEachWorkersCooldownOrQuar
     for (const std::string worker : {"worker-a", "worker-b", "worker-c"}) {
       tx.register_worker({.worker_id = worker,
                           .agent_id = "agent",
-                          .capabilities_json = "[]",
-                          .allowed_adapters_json = "[]",
-                          .labels_json = "{}",
-                          .tenants_json = "[]",
+                          .capabilities = {},
+                          .allowed_adapters = {},
+                          .labels = {},
+                          .tenants = {},
                           .registered_at = "2026-12-02T00:00:00Z",
                           .seen_at = 90,
                           .max_slots = 1,

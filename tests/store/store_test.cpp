@@ -386,6 +386,50 @@ TEST_F(StoreTest, AWriterOfTheMetadataAloneMovesTheExecutionColumns) {
   EXPECT_EQ(columns(), rebound);
 }
 
+TEST_F(StoreTest, ADamagedScopeLoadsUnusableAndADamagedWorkerColumnIsAStoreFailure) {
+  // Given a task whose capability scope column was written as no list of names, we should load
+  // the task with no scope (nothing is claimed under it, the other tasks stay claimable); given
+  // a worker whose capabilities column was, we should refuse to load it with STORE_FAILURE
+  // rather than decide on part of it.
+  Database db(DatabaseOptions{.path = path()});
+  PlaneOver over(db);
+  ASSERT_EQ(over.create("task-damaged"), 201);
+  over.store.write([&](store::Transaction& tx) {
+    tx.register_worker({.worker_id = "worker-damaged",
+                        .agent_id = "agent",
+                        .capabilities = {"code.read"},
+                        .allowed_adapters = {"deterministic"},
+                        .labels = {},
+                        .tenants = {},
+                        .registered_at = "2026-12-06T00:00:00Z",
+                        .seen_at = 1,
+                        .max_slots = 1,
+                        .failure_domain = "default"});
+  });
+  const auto load_task = [&] {
+    std::optional<store::TaskRow> row;
+    over.store.read([&](store::Transaction& tx) { row = tx.load_task("task-damaged"); });
+    return row;
+  };
+  ASSERT_TRUE(load_task()->capability_scope.has_value());
+  for (const char* damaged : {R"({"not":"a list"})", R"(["code.read",7])", "[not json"}) {
+    db.write([&](SQLite::Database& connection) {
+      SQLite::Statement update(connection, "UPDATE tasks SET capability_scope_json=?");
+      update.bind(1, damaged);
+      update.exec();
+    });
+    EXPECT_FALSE(load_task()->capability_scope.has_value()) << damaged;
+  }
+
+  db.write([&](SQLite::Database& connection) {
+    connection.exec(R"(UPDATE workers SET capabilities_json='{"code.read":true}')");
+  });
+  EXPECT_EQ(code_of([&] {
+              over.store.read([&](store::Transaction& tx) { tx.load_worker("worker-damaged", 1); });
+            }),
+            "STORE_FAILURE");
+}
+
 TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
   // Given the migrated seed fixture (its row has no queue sequence number) and one new task,
   // we should list both to the owner, the old row first.

@@ -253,7 +253,7 @@ TEST_F(ClaimWaitTest, ARecheckFindsWhatNobodyAnnounced) {
       tx.configure_worker({.worker_id = "worker-wait",
                            .max_slots = 1,
                            .failure_domain = "",
-                           .labels_json = "{}",
+                           .labels = {},
                            .quarantined = quarantined,
                            .updated_at = 0});
     });

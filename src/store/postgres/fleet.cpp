@@ -1,6 +1,7 @@
 // The task plane's statements beside the tasks table on PostgreSQL: agents, workers and their
 // capacity, claims, fleet dispatches (the slots), scope counts, task quarantines and results.
 #include "aios/error.hpp"
+#include "store/columns.hpp"
 #include "store/postgres/transaction.hpp"
 #include "store/queries.hpp"
 
@@ -12,10 +13,10 @@ WorkerRecord worker_row(const Rows& rows, int at) {
   WorkerRecord worker;
   worker.worker_id = rows.text(at, 0);
   worker.agent_id = rows.text(at, 1);
-  worker.capabilities_json = rows.text(at, 2);
-  worker.allowed_adapters_json = rows.text(at, 3);
-  worker.labels_json = rows.text(at, 4);
-  worker.tenants_json = rows.text(at, 5);
+  worker.capabilities = names_of(rows.text(at, 2));
+  worker.allowed_adapters = names_of(rows.text(at, 3));
+  worker.labels = labels_of(rows.text(at, 4));
+  worker.tenants = names_of(rows.text(at, 5));
   worker.last_seen = rows.real(at, 6);
   worker.max_slots = rows.integer(at, 7);
   worker.failure_domain = rows.text(at, 8);
@@ -48,8 +49,8 @@ void PgTransaction::insert_agent(const AgentRecord& agent) {
       pg::Params()
           .text(agent.agent_id)
           .text(agent.token_sha256)
-          .text(agent.granted_capabilities_json)
-          .text(agent.granted_tenants_json)
+          .text(names_text(agent.granted_capabilities))
+          .text(names_text(agent.granted_tenants))
           .text(agent.created_at)
           .text(agent.certificate_uri)
           .text(agent.certificate_sha256));
@@ -62,8 +63,13 @@ std::optional<AgentRecord> PgTransaction::live_agent_by_token(const std::string&
       "WHERE token_sha256=$1 AND revoked_at IS NULL",
       pg::Params().text(token_sha256));
   if (rows.empty()) return std::nullopt;
-  return AgentRecord{rows.text(0, 0), rows.text(0, 1), rows.text(0, 2), rows.text(0, 3),
-                     rows.text(0, 4), rows.text(0, 5), rows.text(0, 6)};
+  return AgentRecord{rows.text(0, 0),
+                     rows.text(0, 1),
+                     names_of(rows.text(0, 2)),
+                     names_of(rows.text(0, 3)),
+                     rows.text(0, 4),
+                     rows.text(0, 5),
+                     rows.text(0, 6)};
 }
 
 void PgTransaction::set_agent_certificate(const std::string& agent_id, const std::string& uri,
@@ -123,10 +129,10 @@ void PgTransaction::register_worker(const WorkerRegistration& registration) {
       pg::Params()
           .text(registration.worker_id)
           .text(registration.agent_id)
-          .text(registration.capabilities_json)
-          .text(registration.allowed_adapters_json)
-          .text(registration.labels_json)
-          .text(registration.tenants_json)
+          .text(names_text(registration.capabilities))
+          .text(names_text(registration.allowed_adapters))
+          .text(labels_text(registration.labels))
+          .text(names_text(registration.tenants))
           .text(registration.registered_at)
           .real(registration.seen_at));
   db_.run(
@@ -138,7 +144,7 @@ void PgTransaction::register_worker(const WorkerRegistration& registration) {
           .text(registration.worker_id)
           .integer(registration.max_slots)
           .text(registration.failure_domain)
-          .text(registration.labels_json)
+          .text(labels_text(registration.labels))
           .real(registration.seen_at));
 }
 
@@ -149,7 +155,7 @@ void PgTransaction::configure_worker(const WorkerCapacity& capacity) {
       pg::Params()
           .integer(capacity.max_slots)
           .text(capacity.failure_domain)
-          .text(capacity.labels_json)
+          .text(labels_text(capacity.labels))
           .integer(capacity.quarantined ? 1 : 0)
           .real(capacity.updated_at)
           .text(capacity.worker_id));

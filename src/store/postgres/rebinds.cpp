@@ -4,6 +4,7 @@
 #include <set>
 
 #include "aios/error.hpp"
+#include "store/columns.hpp"
 #include "store/postgres/transaction.hpp"
 
 namespace aios::store {
@@ -93,7 +94,7 @@ bool PgTransaction::apply_rebind(const RebindUpdate& update) {
                     .text(update.execution_digest)
                     .text(update.action)
                     .text(update.adapter)
-                    .text(update.capability_scope_json)
+                    .text(names_text(update.capability_scope))
                     .text(update.updated_at)
                     .text(update.task_id)
                     .text(update.expected_status)

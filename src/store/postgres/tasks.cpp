@@ -4,6 +4,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
+#include "store/columns.hpp"
 #include "store/postgres/transaction.hpp"
 #include "store/queries.hpp"
 
@@ -43,7 +44,7 @@ TaskRow task_row(const Rows& rows, int at) {
   row.created_at = rows.text(at, 21);
   row.updated_at = rows.text(at, 22);
   row.execution_digest = rows.text(at, 23);
-  row.capability_scope_json = rows.text(at, 24);
+  row.capability_scope = scope_of(rows.text(at, 24));
   row.seq = rows.integer(at, 25);
   row.lease_generation = rows.integer(at, 26);
   return row;
@@ -113,7 +114,7 @@ void PgTransaction::insert_task(const TaskRow& row) {
       .text_or_null(row.created_at)
       .text_or_null(row.updated_at)
       .text_or_null(row.execution_digest)
-      .text_or_null(row.capability_scope_json)
+      .text_or_null(scope_text(row.capability_scope))
       .integer(next.integer(0, 0))
       .integer(row.lease_generation);
   db_.run(std::string("INSERT INTO tasks(") + pg::kTaskColumns +
@@ -139,7 +140,7 @@ bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revisi
       .text_or_null(row.execution_digest)
       .text_or_null(row.action)
       .text_or_null(row.adapter)
-      .text_or_null(row.capability_scope_json)
+      .text_or_null(scope_text(row.capability_scope))
       .integer(row.lease_generation)
       .text(row.task_id)
       .integer(expected_revision)

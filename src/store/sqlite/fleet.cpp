@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "aios/error.hpp"
+#include "store/columns.hpp"
 #include "store/queries.hpp"
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/transaction.hpp"
@@ -18,10 +19,10 @@ WorkerRecord read_worker(SQLite::Statement& query) {
   WorkerRecord worker;
   worker.worker_id = query.getColumn(0).getString();
   worker.agent_id = query.getColumn(1).getString();
-  worker.capabilities_json = worker_text(query.getColumn(2));
-  worker.allowed_adapters_json = worker_text(query.getColumn(3));
-  worker.labels_json = worker_text(query.getColumn(4));
-  worker.tenants_json = worker_text(query.getColumn(5));
+  worker.capabilities = names_of(worker_text(query.getColumn(2)));
+  worker.allowed_adapters = names_of(worker_text(query.getColumn(3)));
+  worker.labels = labels_of(worker_text(query.getColumn(4)));
+  worker.tenants = names_of(worker_text(query.getColumn(5)));
   worker.last_seen = query.getColumn(6).getDouble();
   worker.max_slots = query.getColumn(7).getInt64();
   worker.failure_domain = query.getColumn(8).getString();
@@ -49,8 +50,8 @@ void SqliteTransaction::insert_agent(const AgentRecord& agent) {
                   "VALUES (?,?,?,?,?,?,?)");
   insert->bind(1, agent.agent_id);
   insert->bind(2, agent.token_sha256);
-  insert->bind(3, agent.granted_capabilities_json);
-  insert->bind(4, agent.granted_tenants_json);
+  insert->bind(3, names_text(agent.granted_capabilities));
+  insert->bind(4, names_text(agent.granted_tenants));
   insert->bind(5, agent.created_at);
   insert->bind(6, agent.certificate_uri);
   insert->bind(7, agent.certificate_sha256);
@@ -64,9 +65,12 @@ std::optional<AgentRecord> SqliteTransaction::live_agent_by_token(const std::str
                  "FROM agents WHERE token_sha256=? AND revoked_at IS NULL");
   query->bind(1, token_sha256);
   if (!query->executeStep()) return std::nullopt;
-  return AgentRecord{query->getColumn(0).getString(),  worker_text(query->getColumn(1)),
-                     worker_text(query->getColumn(2)), worker_text(query->getColumn(3)),
-                     worker_text(query->getColumn(4)), worker_text(query->getColumn(5)),
+  return AgentRecord{query->getColumn(0).getString(),
+                     worker_text(query->getColumn(1)),
+                     names_of(worker_text(query->getColumn(2))),
+                     names_of(worker_text(query->getColumn(3))),
+                     worker_text(query->getColumn(4)),
+                     worker_text(query->getColumn(5)),
                      worker_text(query->getColumn(6))};
 }
 
@@ -139,10 +143,11 @@ void SqliteTransaction::register_worker(const WorkerRegistration& registration) 
       " tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at");
   upsert->bind(1, registration.worker_id);
   upsert->bind(2, registration.agent_id);
-  upsert->bind(3, registration.capabilities_json);
-  upsert->bind(4, registration.allowed_adapters_json);
-  upsert->bind(5, registration.labels_json);
-  upsert->bind(6, registration.tenants_json);
+  const auto labels = labels_text(registration.labels);
+  upsert->bind(3, names_text(registration.capabilities));
+  upsert->bind(4, names_text(registration.allowed_adapters));
+  upsert->bind(5, labels);
+  upsert->bind(6, names_text(registration.tenants));
   upsert->bind(7, registration.registered_at);
   upsert->bind(8, registration.seen_at);
   upsert->exec();
@@ -155,7 +160,7 @@ void SqliteTransaction::register_worker(const WorkerRegistration& registration) 
   capacity->bind(1, registration.worker_id);
   capacity->bind(2, registration.max_slots);
   capacity->bind(3, registration.failure_domain);
-  capacity->bind(4, registration.labels_json);
+  capacity->bind(4, labels);
   capacity->bind(5, registration.seen_at);
   capacity->exec();
 }
@@ -166,7 +171,7 @@ void SqliteTransaction::configure_worker(const WorkerCapacity& capacity) {
                   "labels_json=?, quarantined=?, updated_at=? WHERE worker_id=?");
   update->bind(1, capacity.max_slots);
   update->bind(2, capacity.failure_domain);
-  update->bind(3, capacity.labels_json);
+  update->bind(3, labels_text(capacity.labels));
   update->bind(4, capacity.quarantined ? 1 : 0);
   update->bind(5, capacity.updated_at);
   update->bind(6, capacity.worker_id);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aios/error.hpp"
+#include "store/columns.hpp"
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/transaction.hpp"
 
@@ -115,7 +116,8 @@ bool SqliteTransaction::apply_rebind(const RebindUpdate& update) {
   derive("execution_digest", update.execution_digest);
   derive("action", update.action);
   derive("adapter", update.adapter);
-  derive("capability_scope_json", update.capability_scope_json);
+  const auto scope = names_text(update.capability_scope);
+  derive("capability_scope_json", scope);
   derive("updated_at", update.updated_at);
 
   std::string sql =

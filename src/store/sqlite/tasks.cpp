@@ -2,6 +2,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
+#include "store/columns.hpp"
 #include "store/queries.hpp"
 #include "store/sqlite/database.hpp"
 
@@ -44,7 +45,7 @@ TaskRow read_row(SQLite::Statement& query) {
   row.created_at = text(query.getColumn(21));
   row.updated_at = text(query.getColumn(22));
   row.execution_digest = text(query.getColumn(23));
-  row.capability_scope_json = text(query.getColumn(24));
+  row.capability_scope = scope_of(text(query.getColumn(24)));
   row.seq = query.getColumn(25).getInt64();
   row.lease_generation = query.getColumn(26).getInt64();
   return row;
@@ -101,7 +102,7 @@ void insert_task(SQLite::Database& db, const TaskRow& row) {
   bind_text(*insert, 22, row.created_at);
   bind_text(*insert, 23, row.updated_at);
   bind_text(*insert, 24, row.execution_digest);
-  bind_text(*insert, 25, row.capability_scope_json);
+  bind_text(*insert, 25, scope_text(row.capability_scope));
   insert->bind(26, seq);
   insert->bind(27, row.lease_generation);
   insert->exec();
@@ -129,7 +130,7 @@ bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected
   bind_text(*update, 12, row.execution_digest);
   bind_text(*update, 13, row.action);
   bind_text(*update, 14, row.adapter);
-  bind_text(*update, 15, row.capability_scope_json);
+  bind_text(*update, 15, scope_text(row.capability_scope));
   update->bind(16, row.lease_generation);
   update->bind(17, row.task_id);
   update->bind(18, expected_revision);
