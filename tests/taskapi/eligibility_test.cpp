@@ -64,11 +64,14 @@ TEST_F(EligibilityTest, ExplainsWhyEachWorkerCanOrCannotTakeATask) {
     EXPECT_EQ(entry.at("reasons")[0], "task_not_queued") << entry.dump();
   }
 
-  // The owner raises the slots; the full worker may take the second task.
-  const auto raised = owner().put("/v1/fleet/workers/w-full", {{"max_slots", 2}});
+  // The owner raises the slots and labels the worker; the full worker may take the second task.
+  const auto raised =
+      owner().put("/v1/fleet/workers/w-full", {{"max_slots", 2}, {"labels", {{"rack", "r7"}}}});
   ASSERT_EQ(raised.status, 200) << describe(raised);
   EXPECT_EQ(raised.body.at("max_slots"), 2);
   EXPECT_EQ(raised.body.at("used_slots"), 1);
+  EXPECT_EQ(raised.body.at("labels"), Json({{"rack", "r7"}}));
+  EXPECT_EQ(fleet_worker("w-full").at("labels"), Json({{"rack", "r7"}}));
   EXPECT_EQ(eligibility("task-src")["w-full"].at("eligible"), true);
   claim(agent(), "task-src", "w-full");
   EXPECT_EQ(fleet_worker("w-full").at("used_slots"), 2);
