@@ -98,6 +98,21 @@ bool TaskApi::admits(const http::Request& request) {
   }
 }
 
+namespace {
+
+// A refusal's answer; a failure of ours (5xx: the store busy or unavailable, say) is logged with
+// its detail, which names the cause (a PostgreSQL SQLSTATE, a lost conflict) and never the
+// request's data.
+http::Response failure_response(const Error& error, std::string_view route_name) {
+  if (error.http_status() >= 500) {
+    log::error("TASK_API_REQUEST_FAILED",
+               {{"route", route_name}, {"error", error.code()}, {"detail", error.detail()}});
+  }
+  return http::error_response(error);
+}
+
+}  // namespace
+
 http::Response TaskApi::handle(const http::Request& request) {
   const auto started = std::chrono::steady_clock::now();
   std::string route_name = "unknown";
@@ -105,7 +120,7 @@ http::Response TaskApi::handle(const http::Request& request) {
   try {
     response = route(request, route_name);
   } catch (const Error& error) {
-    response = http::error_response(error);
+    response = failure_response(error, route_name);
   }
   // A long poll is observed when it is answered (claim_next).
   if (!response.later) {
@@ -270,7 +285,8 @@ http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& bod
       agent, id, max_tasks.value_or(1), started + std::chrono::milliseconds(wait_ms), seen,
       [later] { return later->abandoned(); },
       [this, later, answer, started](std::vector<nlohmann::json> found, const Error* error) {
-        auto response = error != nullptr ? http::error_response(*error) : answer(std::move(found));
+        auto response = error != nullptr ? failure_response(*error, "tasks_claim_next")
+                                         : answer(std::move(found));
         metrics_.observe("tasks_claim_next", response.status,
                          std::chrono::steady_clock::now() - started, true);
         later->complete(std::move(response));

@@ -109,6 +109,24 @@ TEST_F(PostgresStore, ABodyThatSwallowsAFailedStatementCommitsNothing) {
   EXPECT_FALSE(loaded);
 }
 
+TEST_F(PostgresStore, AFailedStatementNamesItsSqlstate) {
+  // Given a statement the server refuses, we should get its code with the server's SQLSTATE in
+  // the detail the daemons log: STORE_BUSY covers a lost conflict, a deadlock and the timeouts,
+  // and only the SQLSTATE tells an operator which it was.
+  store::pg::Connection db({{"dbname", database_->url()}});
+  std::string detail;
+  const auto code = code_of([&] {
+    try {
+      db.exec("SELECT * FROM no_such_table");
+    } catch (const Error& error) {
+      detail = error.detail();
+      throw;
+    }
+  });
+  EXPECT_EQ(code, "STORE_FAILURE");
+  EXPECT_NE(detail.find("(SQLSTATE 42P01)"), std::string::npos) << detail;
+}
+
 TEST_F(PostgresStore, PooledConnectionsTheServerClosedAreReplacedNotReported) {
   // Given pooled sessions the server ended (a restart, a failover to a standby), the next
   // writes and reads should run on new sessions rather than fail: nothing was begun on the old.

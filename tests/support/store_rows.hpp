@@ -33,6 +33,18 @@ inline std::int64_t count_in(const std::string& location, const std::string& sql
   return query.getColumn(0).getInt64();
 }
 
+// Runs `sql` as is on the scheduler's store, the statement for its backend: a test that puts a
+// fault into the store from outside, as an operator's damaged database would.
+inline void exec_in(const SchedulerDaemon& scheduler, const std::string& sqlite_sql,
+                    const std::string& postgres_sql) {
+  const auto& location = scheduler.store_location();
+  if (is_postgres_location(location)) {
+    store::pg::Connection({{"dbname", location}}).exec(postgres_sql);
+    return;
+  }
+  SQLite::Database(location, SQLite::OPEN_READWRITE).exec(sqlite_sql);
+}
+
 inline std::int64_t count_in(const SchedulerDaemon& scheduler, const std::string& sql,
                              const std::vector<std::string>& params = {}) {
   return count_in(scheduler.store_location(), sql, params);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "support/store_rows.hpp"
 #include "taskapi/client.hpp"
 
 namespace aios::taskapi_test {
@@ -754,6 +755,35 @@ TEST_F(ErrorTableTest, RoleIsDecidedBeforeTheRequestIsRead) {
     EXPECT_EQ(reply.code(), c.code) << describe(reply);
   }
   EXPECT_EQ(snapshot(), before);
+}
+
+class StoreFailureTest : public SchedulerTest {};
+
+TEST_F(StoreFailureTest, AFailureOfTheStoreIsAnsweredAndLoggedWithItsCause) {
+  // Given a store that refuses every new task (a trigger, as a damaged database would), a create
+  // should be answered 500 STORE_FAILURE with nothing written, and the scheduler's log should
+  // name the route, the code and the store's own words, so an operator can tell which failure
+  // a 5xx was (on PostgreSQL, its SQLSTATE).
+  test::exec_in(scheduler(),
+                "CREATE TRIGGER refuse_tasks BEFORE INSERT ON tasks "
+                "BEGIN SELECT RAISE(ABORT, 'injected refusal'); END",
+                "CREATE FUNCTION refuse_tasks() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'injected refusal'; END $$; "
+                "CREATE TRIGGER refuse_tasks BEFORE INSERT ON tasks "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_tasks()");
+  const auto reply = owner().post("/v1/tasks", hermes_task("task-refused"));
+  EXPECT_EQ(reply.status, 500) << describe(reply);
+  EXPECT_EQ(reply.code(), "STORE_FAILURE") << describe(reply);
+  EXPECT_EQ(owner().get("/v1/tasks/task-refused").status, 404);
+  const auto logged = scheduler().process().find_event("TASK_API_REQUEST_FAILED");
+  ASSERT_TRUE(logged.has_value()) << scheduler().process().log();
+  EXPECT_EQ(logged->value("route", ""), "tasks_create");
+  EXPECT_EQ(logged->value("error", ""), "STORE_FAILURE");
+  const std::string detail = logged->value("detail", "");
+  EXPECT_NE(detail.find("injected refusal"), std::string::npos) << detail;
+  if (test::is_postgres_location(scheduler().store_location())) {
+    EXPECT_NE(detail.find("(SQLSTATE P0001)"), std::string::npos) << detail;
+  }
 }
 
 }  // namespace

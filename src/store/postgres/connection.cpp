@@ -194,8 +194,12 @@ Rows Connection::checked(PGresult* result, std::string_view what) {
   }
   if (state == "40001" || state == "40P01") conflicted_ = true;
   // The primary message only: the detail field quotes the row's values (a token digest, say).
-  throw Failure(code_for(state), std::string(what) + ": " + field(result, PG_DIAG_MESSAGE_PRIMARY),
-                state, field(result, PG_DIAG_CONSTRAINT_NAME));
+  // The SQLSTATE says which of the causes a code covers it was (STORE_BUSY: a lost conflict, a
+  // deadlock, a lock or statement timeout).
+  throw Failure(
+      code_for(state),
+      std::string(what) + " (SQLSTATE " + state + "): " + field(result, PG_DIAG_MESSAGE_PRIMARY),
+      state, field(result, PG_DIAG_CONSTRAINT_NAME));
 }
 
 Rows Connection::run(const std::string& sql, const Params& params) {
