@@ -37,10 +37,7 @@ http::Response Bridge::handle(const http::Request& request) {
   try {
     return route(request);
   } catch (const Error& error) {
-    if (error.http_status() >= 500) {
-      log::error("BRIDGE_REQUEST_FAILED",
-                 {{"path", request.path}, {"error", error.code()}, {"detail", error.detail()}});
-    }
+    log::request_failure("BRIDGE_REQUEST_FAILED", error, {{"path", request.path}});
     return http::error_response(error);
   }
 }

@@ -41,4 +41,11 @@ void error(std::string_view event, const nlohmann::json& fields) {
   emit(spdlog::level::err, "error", event, fields);
 }
 
+void request_failure(std::string_view event, const Error& failure, nlohmann::json fields) {
+  if (failure.http_status() < 500) return;
+  fields["error"] = failure.code();
+  fields["detail"] = failure.detail();
+  error(event, fields);
+}
+
 }  // namespace aios::log

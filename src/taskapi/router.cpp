@@ -100,14 +100,9 @@ bool TaskApi::admits(const http::Request& request) {
 
 namespace {
 
-// A refusal's answer; a failure of ours (5xx: the store busy or unavailable, say) is logged with
-// its detail, which names the cause (a PostgreSQL SQLSTATE, a lost conflict) and never the
-// request's data.
+// A refusal's answer, a failure of ours logged with its cause (a PostgreSQL SQLSTATE, say).
 http::Response failure_response(const Error& error, std::string_view route_name) {
-  if (error.http_status() >= 500) {
-    log::error("TASK_API_REQUEST_FAILED",
-               {{"route", route_name}, {"error", error.code()}, {"detail", error.detail()}});
-  }
+  log::request_failure("TASK_API_REQUEST_FAILED", error, {{"route", route_name}});
   return http::error_response(error);
 }
 
