@@ -2,6 +2,7 @@
 // Shared pieces of the task plane's implementation: worker state as the fleet sees it, the
 // eligibility decision, and small row helpers. Call only inside a store transaction.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -22,6 +23,11 @@
 #include "aios/task.hpp"
 
 namespace aios::fleet {
+
+// True when `name` is one of `names` (a worker's adapters or tenants, an agent's tenants).
+inline bool contains(const store::Names& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 struct WorkerState : store::WorkerRecord {
   std::set<std::string> effective;  // normalize_worker_capabilities(capabilities), once per load

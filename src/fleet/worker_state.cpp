@@ -12,10 +12,6 @@ bool circuit_blocks(const WorkerState& worker, double now) {
   return worker.circuit_state == "OPEN" && (now < worker.circuit_open_until || worker.probes > 0);
 }
 
-bool contains(const store::Names& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 WorkerState state_of(const store::WorkerRecord& record) {
   WorkerState state;
   static_cast<store::WorkerRecord&>(state) = record;
@@ -95,8 +91,9 @@ std::vector<std::string> ineligibility_reasons(const WorkerState& worker,
                                                facts.required.begin(), facts.required.end())) {
     reasons.emplace_back("capability_missing");
   }
-  if (!contains(worker.allowed_adapters, facts.adapter))
+  if (!contains(worker.allowed_adapters, facts.adapter)) {
     reasons.emplace_back("adapter_not_allowed");
+  }
   if (!worker.tenants.empty() && !contains(worker.tenants, tenant_of(task.scope_key))) {
     reasons.emplace_back("scope");
   }

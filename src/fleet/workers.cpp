@@ -162,10 +162,8 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent,
   if (!agent.granted_tenants.empty()) {
     if (tenants.empty()) tenants = agent.granted_tenants;
     for (const auto& tenant : tenants) {
-      if (std::find(agent.granted_tenants.begin(), agent.granted_tenants.end(), tenant) ==
-          agent.granted_tenants.end()) {
+      if (!fleet::contains(agent.granted_tenants, tenant))
         fail(ErrorCode::WORKER_TENANT_NOT_GRANTED);
-      }
     }
   }
   const auto now = store_.now();
