@@ -34,11 +34,9 @@ namespace {
 constexpr std::size_t kBatchRows = 64;
 constexpr int kFetchRows = 1000;
 
-// The one row the schema itself writes (the queue's sequence counter at 0): a fresh target holds
-// it unchanged, and the copy replaces it with the source's.
-constexpr const char* kSeededTable = "task_queue_sequence";
-constexpr const char* kSeededUnused =
-    "SELECT EXISTS (SELECT 1 FROM task_queue_sequence WHERE last_seq<>0)";
+// SQLite's queue counter: PostgreSQL numbers its queue from a sequence instead, which the copy
+// sets after the highest seq copied.
+constexpr const char* kSqliteQueueCounter = "task_queue_sequence";
 
 enum class Kind : char { kNull = 'n', kInteger = 'i', kReal = 'r', kText = 't' };
 
@@ -259,8 +257,12 @@ void insert_rows(pg::Connection& db, const Table& table, const std::vector<Row>&
   db.run(sql, params);
 }
 
-// An identity column (task_events.event_id) goes on after the highest value copied.
+// An identity column (task_events.event_id) and the queue's sequence go on after the highest
+// value copied.
 void advance_identities(pg::Connection& db) {
+  db.exec(
+      "SELECT setval('task_queue_seq', GREATEST(MAX(seq), 1), COALESCE(MAX(seq), 0) > 0) "
+      "FROM tasks");
   const auto identities = db.run(
       "SELECT table_name, column_name FROM information_schema.columns WHERE "
       "table_schema=current_schema() AND is_identity='YES'");
@@ -344,16 +346,15 @@ Digests live_digests(const std::filesystem::path& source) {
 }
 
 std::vector<MigratedTable> copy(SQLite::Database& snapshot, pg::Connection& db) {
-  const auto tables = sqlite_tables(snapshot);
+  auto tables = sqlite_tables(snapshot);
+  std::erase_if(tables, [](const Table& table) { return table.name == kSqliteQueueCounter; });
   const auto target = postgres_columns(db);
   check_same_schema(tables, target);
   std::string every_table;
   std::string occupied;
   for (const auto& [name, columns] : target) {
     every_table += (every_table.empty() ? "" : ", ") + quoted(name);
-    const bool seeded = name == kSeededTable;
-    if (db.run(seeded ? kSeededUnused : "SELECT EXISTS (SELECT 1 FROM " + quoted(name) + ")")
-            .text(0, 0) == "t") {
+    if (db.run("SELECT EXISTS (SELECT 1 FROM " + quoted(name) + ")").text(0, 0) == "t") {
       occupied += (occupied.empty() ? "" : ", ") + name;
     }
   }
@@ -362,7 +363,6 @@ std::vector<MigratedTable> copy(SQLite::Database& snapshot, pg::Connection& db) 
   }
   // Writers wait for the copy (readers do not), so nothing lands beside it.
   db.exec("LOCK TABLE " + every_table + " IN EXCLUSIVE MODE");
-  if (target.contains(kSeededTable)) db.exec(std::string("DELETE FROM ") + kSeededTable);
   std::vector<MigratedTable> copied;
   for (const auto& table : tables) {
     std::vector<Row> batch;

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
@@ -190,10 +194,132 @@ TEST_F(PostgresStore, AWriterOfTheMetadataAloneMovesTheExecutionColumns) {
   db.exec("DROP TRIGGER tasks_execution_columns ON tasks");
   db.exec("DROP FUNCTION tasks_execution_columns(), tasks_capability_scope_json(jsonb)");
   db.exec(rebind + ", adapter='stale'");
-  db.exec("DELETE FROM schema_migrations WHERE version=10");
+  // Before 11 the queue was numbered by a counter row, here past the highest seq.
+  db.exec(
+      "DROP SEQUENCE task_queue_seq; CREATE TABLE task_queue_sequence(id BIGINT PRIMARY KEY "
+      "CHECK (id = 1), last_seq BIGINT NOT NULL); INSERT INTO task_queue_sequence VALUES (1, 41)");
+  db.exec("DELETE FROM schema_migrations WHERE version>=10");
   const auto upgraded = store::open_store({.url = url}, clock_);
   EXPECT_EQ(upgraded->schema_version(), store::kSchemaVersion);
   EXPECT_EQ(columns(), rebound);
+  store::TaskRow next;
+  next.task_id = "task-after-upgrade";
+  next.status = "QUEUED";
+  next.scope_key = "global";
+  upgraded->write([&](store::Transaction& tx) { tx.insert_task(next); });
+  std::optional<store::TaskRow> loaded;
+  upgraded->read([&](store::Transaction& tx) { loaded = tx.load_task(next.task_id); });
+  EXPECT_EQ(loaded->seq, 42) << "the queue goes on after the counter's last number";
+}
+
+// A second session that holds a transaction open after drawing an id (a writer in flight).
+class InFlight {
+ public:
+  InFlight(const std::string& url, const std::string& insert) : db_({{"dbname", url}}) {
+    db_.exec("BEGIN; SELECT pg_current_xact_id()");
+    db_.exec(insert);
+  }
+  void commit() {
+    committing_ = true;
+    db_.exec("COMMIT");
+  }
+  // True from just before the commit: a reader that saw it false had not waited.
+  bool committing() const { return committing_; }
+
+ private:
+  store::pg::Connection db_;
+  std::atomic<bool> committing_{false};
+};
+
+// What a cursor reader sees while a writer that drew a smaller id than a committed row is still
+// in flight: `read` runs on another thread, the writer commits after a pause.
+template <typename Read>
+auto read_beside_a_late_commit(InFlight& writer, Read read) {
+  auto page = std::async(std::launch::async, read);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  writer.commit();
+  return page.get();
+}
+
+TEST_F(PostgresStore, TheEventFeedNeverSkipsAnEventThatCommitsLateWithASmallerId) {
+  // Given a writer that drew event id 2 and has not committed, and event 3 committed after it,
+  // a reader of the feed from 1 should get 2 then 3 once the writer commits, never 3 alone
+  // (which would move its cursor past 2 for good); the first id a new reader starts after
+  // waits for the writer too.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  const auto append = [&](const std::string& type) {
+    opened->write(
+        [&](store::Transaction& tx) { tx.append_event("task-a", type, "agent", {}, "t"); });
+  };
+  append("first");
+  InFlight writer(database_->url(),
+                  "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
+                  "VALUES ('task-a','late','agent','{}','t')");
+  append("third");
+  const auto page = read_beside_a_late_commit(writer, [&] {
+    std::vector<std::string> types;
+    opened->read([&](store::Transaction& tx) {
+      for (const auto& event : tx.events_after(1, 10)) types.push_back(event.event_type);
+    });
+    return types;
+  });
+  EXPECT_EQ(page, (std::vector<std::string>{"late", "third"}));
+
+  InFlight another(database_->url(),
+                   "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
+                   "VALUES ('task-a','late','agent','{}','t')");
+  append("fifth");
+  std::int64_t last = 0;
+  const bool waited = read_beside_a_late_commit(another, [&] {
+    opened->read([&](store::Transaction& tx) { last = tx.last_event_id(); });
+    return another.committing();
+  });
+  EXPECT_EQ(last, 5);
+  EXPECT_TRUE(waited) << "a reader starting after 5 must wait for event 4's writer";
+}
+
+TEST_F(PostgresStore, TheTaskListNeverSkipsATaskThatCommitsLateWithASmallerSeq) {
+  // Given a create in flight that drew its queue number before one that committed, a reader
+  // paging the tasks by seq should get both, in queue order.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  const auto create = [&](const std::string& task_id) {
+    store::TaskRow row;
+    row.task_id = task_id;
+    row.status = "QUEUED";
+    row.scope_key = "global";
+    opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  };
+  create("task-1");
+  InFlight writer(database_->url(),
+                  "INSERT INTO tasks(task_id,status,attempt,max_attempts,revision,scope_key,"
+                  "scope_weight,priority,seq,lease_generation) VALUES "
+                  "('task-2','QUEUED',0,3,1,'global',1,0,nextval('task_queue_seq'),0)");
+  create("task-3");
+  const auto page = read_beside_a_late_commit(writer, [&] {
+    std::vector<std::string> ids;
+    opened->read([&](store::Transaction& tx) {
+      for (const auto& row : tx.tasks_with_status("", "", 1, 10)) ids.push_back(row.task_id);
+    });
+    return ids;
+  });
+  EXPECT_EQ(page, (std::vector<std::string>{"task-2", "task-3"}));
+}
+
+TEST_F(PostgresStore, AWriterInFlightTooLongIsReportedBusyNotSkipped) {
+  // Given a writer that holds its drawn id past the reader's wait, the reader should be told the
+  // store is busy (and retry) rather than handed a page that skips the writer's row.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  InFlight writer(database_->url(),
+                  "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
+                  "VALUES ('task-a','held','agent','{}','t')");
+  opened->write([&](store::Transaction& tx) { tx.append_event("task-a", "after", "a", {}, "t"); });
+  EXPECT_EQ(
+      code_of([&] { opened->read([&](store::Transaction& tx) { (void)tx.events_after(0, 10); }); }),
+      "STORE_BUSY");
+  writer.commit();
+  std::size_t seen = 0;
+  opened->read([&](store::Transaction& tx) { seen = tx.events_after(0, 10).size(); });
+  EXPECT_EQ(seen, 2U);
 }
 
 }  // namespace

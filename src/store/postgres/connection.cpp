@@ -95,6 +95,20 @@ int Rows::size() const {
   return PQntuples(result_);
 }
 
+int Rows::columns() const {
+  return PQnfields(result_);
+}
+
+bool Failure::lost_insert_race(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Failure& failure) {
+    return failure.unique_violation();
+  } catch (...) {
+    return false;
+  }
+}
+
 std::int64_t Rows::affected() const {
   const char* count = PQcmdTuples(result_);
   return (count == nullptr || *count == '\0') ? 0 : std::strtoll(count, nullptr, 10);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ class Failure : public Error {
   const std::string& sqlstate() const noexcept { return sqlstate_; }
   const std::string& constraint() const noexcept { return constraint_; }
   bool unique_violation() const noexcept { return sqlstate_ == "23505"; }
+  // A concurrent transaction inserted the same key first (at READ COMMITTED, where a body that
+  // read "absent" is not stopped before its INSERT): run again, the body finds the row.
+  static bool lost_insert_race(const std::exception_ptr& error) noexcept;
 
  private:
   std::string sqlstate_;
@@ -65,6 +69,7 @@ class Rows {
   Rows& operator=(const Rows&) = delete;
 
   int size() const;
+  int columns() const;
   bool empty() const { return size() == 0; }
   // Rows the statement changed (UPDATE, INSERT, DELETE).
   std::int64_t affected() const;

@@ -91,7 +91,17 @@ void PgTransaction::set_agent_token(const std::string& agent_id, const std::stri
           pg::Params().text(token_sha256).text(agent_id));
 }
 
+// A worker's claims are counted and its slots taken under a lock of the worker (an advisory lock:
+// a claim's slot may be taken before its worker row exists, as the conformance suite does), so
+// claims of one worker queue behind each other, each counting the slots the one before took.
+void PgTransaction::lock_worker(const std::string& worker_id) {
+  if (!writing_ || locked_workers_.contains(worker_id)) return;
+  db_.run("SELECT pg_advisory_xact_lock(7426003, hashtext($1))", pg::Params().text(worker_id));
+  locked_workers_.insert(worker_id);
+}
+
 std::optional<WorkerRecord> PgTransaction::load_worker(const std::string& worker_id, double now) {
+  lock_worker(worker_id);
   const auto rows = db_.run(std::string(kWorkerSelect) + " WHERE w.worker_id=$2",
                             pg::Params().real(now).text(worker_id));
   if (rows.empty()) return std::nullopt;
@@ -186,7 +196,10 @@ void PgTransaction::note_worker_success(const std::string& worker_id, double now
 
 void PgTransaction::insert_claim(const ClaimRecord& claim) {
   // The slot first: the primary key (worker, slot) is the constraint, and the upsert takes a
-  // slot over only when its claim is no longer an active lease that runs past now.
+  // slot over only when its claim is no longer an active lease that runs past now. Its check
+  // reads the claims as of its statement, so the worker is locked in a statement before it: a
+  // claim of the same worker in flight has committed by then.
+  lock_worker(claim.worker_id);
   bool taken = false;
   for (std::int64_t number = 0; number < claim.max_slots && !taken; ++number) {
     taken = db_.run(
@@ -323,6 +336,7 @@ std::vector<ClaimWindow> PgTransaction::claim_windows(double now) {
 
 std::optional<ResultRecord> PgTransaction::load_result(const std::string& task_id,
                                                        const std::string& idempotency_key) {
+  lock_task(task_id);
   const auto rows = db_.run(
       "SELECT attempt, agent_id, request_sha256, response_json, created_at FROM results "
       "WHERE task_id=$1 AND idempotency_key=$2",

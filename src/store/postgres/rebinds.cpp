@@ -39,7 +39,7 @@ std::optional<RebindTask> PgTransaction::load_rebind_task(const std::string& tas
                                         "lease_token_hash,lease_expires_at,verification_json,"
                                         "metadata_json,") +
                                 (has_requirement ? "required_capabilities_json" : "NULL") +
-                                " FROM tasks WHERE task_id=$1",
+                                " FROM tasks WHERE task_id=$1" + (writing_ ? " FOR UPDATE" : ""),
                             pg::Params().text(task_id));
   if (rows.empty()) return std::nullopt;
   return RebindTask{.status = rows.text(0, 0),
@@ -55,6 +55,7 @@ std::optional<RebindTask> PgTransaction::load_rebind_task(const std::string& tas
 
 std::optional<RebindReceipt> PgTransaction::rebind_receipt(const std::string& task_id,
                                                            const std::string& key) {
+  lock_task(task_id);
   const auto rows = db_.run(
       "SELECT request_sha256,authorization_id,previous_verification_sha256,old_execution_digest,"
       "new_execution_digest,expected_revision,applied_revision,attempt,reason,created_at "

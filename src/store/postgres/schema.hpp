@@ -260,12 +260,23 @@ WHERE metadata_json IS NOT NULL AND
   jsonb_typeof(metadata_json::jsonb #> '{execution,execution_digest}') = 'string';
 )sql";
 
+// The queue's order comes from a sequence: concurrent creates draw from it without waiting on
+// each other, where the counter row every create updated made them conflict. It goes on after
+// the highest number the counter gave.
+inline constexpr std::string_view kQueueSequence11 = R"sql(
+CREATE SEQUENCE task_queue_seq AS BIGINT;
+SELECT setval('task_queue_seq', GREATEST(q.last_seq, t.max_seq, 1), GREATEST(q.last_seq, t.max_seq) > 0)
+  FROM task_queue_sequence q, (SELECT COALESCE(MAX(seq), 0) AS max_seq FROM tasks) t;
+DROP TABLE task_queue_sequence;
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 5> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 6> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                           {7, {kAgentCertificates7}},
                                                           {8, {kTasksBySeq8}},
                                                           {9, {kQuarantineByUntil9}},
-                                                          {10, {kExecutionColumns10}}}};
+                                                          {10, {kExecutionColumns10}},
+                                                          {11, {kQueueSequence11}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

@@ -1,7 +1,11 @@
 // The PostgreSQL backend of store::Store. Several processes (scheduler replicas, the rebind
-// service) write one database at once, so every write transaction is SERIALIZABLE: a body sees
-// and leaves the database as if it ran alone, as on SQLite, and a transaction that loses a
-// conflict rolls back whole and runs again (the seam allows a body to be re-run).
+// service) write one database at once. Write transactions run at READ COMMITTED and serialise
+// on the rows they change instead of aborting: a write body locks a task's row before it reads
+// anything of the task and a worker's row before it reads the worker's slots (transaction.hpp),
+// and every update carries its fences in its WHERE. So concurrent claims skip each other's rows
+// and transitions of one task queue behind each other, each seeing the one before; only a
+// deadlock or an insert that lost a race to the same key rolls back and runs again (the seam
+// allows a body to be re-run). docs/architecture.md has the rules.
 #include <libpq-fe.h>
 
 #include <atomic>
@@ -22,6 +26,15 @@ namespace {
 
 // A transaction that loses this many conflicts in a row is reported busy.
 constexpr int kMaxAttempts = 64;
+// An insert that meets the same key this many times is not a race but the body's own error.
+constexpr int kMaxInsertRaces = 3;
+// A write takes its transaction id at BEGIN, before it draws any id from a sequence, so a reader
+// whose snapshot shows it in flight knows to wait for it (PgTransaction::settled_page).
+constexpr const char* kBeginWrite =
+    "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_current_xact_id()";
+// Reads see each statement's snapshot: a cursor page is read again once the writers in flight
+// under its first reading have ended.
+constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY";
 // The database clock is read again when its last reading is older than this.
 constexpr auto kClockReadEvery = std::chrono::seconds(5);
 // Held by the migrating process, so replicas starting together migrate once.
@@ -33,16 +46,22 @@ thread_local bool t_in_transaction = false;
 
 std::exception_ptr PgTransaction::attempt(const std::function<void(Transaction&)>& step) {
   db_.exec("SAVEPOINT aios_step");
-  try {
-    step(*this);
-    db_.exec("RELEASE SAVEPOINT aios_step");
-    return nullptr;
-  } catch (...) {
-    // A lost serialisation conflict fails the whole transaction: write() runs it again.
-    if (db_.conflicted()) throw;
-    auto error = std::current_exception();
-    db_.exec("ROLLBACK TO SAVEPOINT aios_step");
-    return error;
+  for (int tries = 1;; ++tries) {
+    try {
+      step(*this);
+      db_.exec("RELEASE SAVEPOINT aios_step");
+      return nullptr;
+    } catch (...) {
+      // A deadlock fails the whole transaction: write() runs it again.
+      if (db_.conflicted()) throw;
+      auto error = std::current_exception();
+      db_.exec("ROLLBACK TO SAVEPOINT aios_step");
+      // The step's row locks went with it.
+      forget_locks();
+      // An insert that lost a race: the step run again finds the row the winner committed.
+      if (tries < kMaxInsertRaces && pg::Failure::lost_insert_race(error)) continue;
+      return error;
+    }
   }
 }
 
@@ -62,9 +81,10 @@ class PostgresStore final : public Store {
   void write(const std::function<void(Transaction&)>& body) override {
     // Seeded once per thread: random_device is a system call, and this runs on every write.
     thread_local std::minstd_rand jitter(std::random_device{}());
+    int insert_races = 0;
     for (int tries = 1;; ++tries) {
       Lease lease(*this);
-      begin(lease, "BEGIN ISOLATION LEVEL SERIALIZABLE");
+      begin(lease, kBeginWrite);
       auto& db = lease.connection();
       db.clear_conflict();
       try {
@@ -73,9 +93,9 @@ class PostgresStore final : public Store {
         body(tx);
         // A body that swallowed a failed statement leaves an aborted transaction, whose COMMIT
         // answers ROLLBACK without an error.
-        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
+        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "lost a conflict");
         const auto committed = db.exec("COMMIT").command();
-        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "serialisation conflict");
+        if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "lost a conflict");
         // A body that caught a failed statement and went on: nothing of it was written.
         if (committed != "COMMIT") {
           throw Error(ErrorCode::STORE_FAILURE, "a statement of the transaction failed");
@@ -83,11 +103,12 @@ class PostgresStore final : public Store {
         return;
       } catch (...) {
         rollback(db);
-        if (!db.conflicted()) throw;
+        const bool raced = pg::Failure::lost_insert_race(std::current_exception());
+        if (!db.conflicted() && (!raced || ++insert_races > kMaxInsertRaces)) throw;
         ++conflicts_;
         if (tries >= kMaxAttempts) {
           throw Error(ErrorCode::STORE_BUSY,
-                      "lost a serialisation conflict " + std::to_string(tries) + " times in a row");
+                      "lost a conflict " + std::to_string(tries) + " times in a row");
         }
       }
       // Writers that collided start again apart.
@@ -99,7 +120,7 @@ class PostgresStore final : public Store {
 
   void read(const std::function<void(Transaction&)>& body) override {
     Lease lease(*this);
-    begin(lease, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    begin(lease, kBeginRead);
     auto& db = lease.connection();
     try {
       PgTransaction tx(db, false);

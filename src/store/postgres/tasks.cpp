@@ -1,6 +1,10 @@
 // The tasks table and its events on PostgreSQL: the same rows and the same fleet order as the
 // SQLite backend's (src/store/sqlite/tasks.cpp).
+#include <algorithm>
+#include <chrono>
+#include <limits>
 #include <memory>
+#include <thread>
 
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
@@ -58,8 +62,29 @@ std::vector<TaskRow> task_rows(const Rows& rows) {
 }
 
 // Rows a queue group is read in: a poll stops after a few, so the group's rows are fetched a
-// page at a time rather than all at once.
+// page at a time rather than all at once. A claim locks the rows it reads and takes the first it
+// may, so it reads fewer: the rows it locks and does not take are ones concurrent claims skip.
 constexpr std::int64_t kGroupPage = 16;
+constexpr std::int64_t kClaimGroupPage = 4;
+
+// The queue's groups (priority, scope, weight) with each scope's dispatches, in one statement:
+// a loose index scan of tasks_by_status_scope, each step one seek past the group before.
+constexpr const char* kQueuedGroups =
+    "WITH RECURSIVE g(priority, scope_key, scope_weight) AS ("
+    " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' "
+    "  AND priority IS NOT NULL ORDER BY priority, scope_key, scope_weight LIMIT 1)"
+    " UNION ALL"
+    " SELECT n.priority, n.scope_key, n.scope_weight FROM g CROSS JOIN LATERAL"
+    " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' AND "
+    "  (priority, scope_key, scope_weight) > (g.priority, g.scope_key, g.scope_weight) "
+    "  ORDER BY priority, scope_key, scope_weight LIMIT 1) n) "
+    "SELECT g.priority, g.scope_key, g.scope_weight, COALESCE(s.dispatch_count, 0) FROM g "
+    "LEFT JOIN fleet_scope_state s ON s.scope_key=g.scope_key";
+
+// The column of seq in kTaskColumns.
+constexpr int kSeqColumn = 25;
+// How long a cursor read waits for the writers in flight under its page's snapshot.
+constexpr auto kSettleWait = std::chrono::seconds(2);
 
 // The rows of a SELECT of event_id, event_type, agent_id, payload_json, created_at, task_id.
 std::vector<EventRecord> event_rows(const Rows& rows) {
@@ -76,19 +101,22 @@ std::vector<EventRecord> event_rows(const Rows& rows) {
 }  // namespace pg
 
 std::optional<TaskRow> PgTransaction::load_task(const std::string& task_id) {
-  const auto rows =
-      db_.run(std::string("SELECT ") + pg::kTaskColumns + " FROM tasks WHERE task_id=$1",
-              pg::Params().text(task_id));
+  // A write reads the row locked: the fences it checks hold until it commits.
+  const auto rows = db_.run(std::string("SELECT ") + pg::kTaskColumns +
+                                " FROM tasks WHERE task_id=$1" + (writing_ ? " FOR UPDATE" : ""),
+                            pg::Params().text(task_id));
   if (rows.empty()) return std::nullopt;
+  if (writing_) locked_tasks_.insert(task_id);
   return pg::task_row(rows, 0);
 }
 
+void PgTransaction::lock_task(const std::string& task_id) {
+  if (!writing_ || locked_tasks_.contains(task_id)) return;
+  db_.run("SELECT 1 FROM tasks WHERE task_id=$1 FOR UPDATE", pg::Params().text(task_id));
+  locked_tasks_.insert(task_id);
+}
+
 void PgTransaction::insert_task(const TaskRow& row) {
-  // The counter row is the queue's order: each insert takes the next number under the row's
-  // write lock, so no two tasks share one.
-  const auto next =
-      db_.run("UPDATE task_queue_sequence SET last_seq=last_seq+1 RETURNING last_seq");
-  if (next.empty()) throw Error(ErrorCode::STORE_FAILURE, "the queue sequence is missing");
   pg::Params params;
   params.text(row.task_id)
       .text(row.status)
@@ -115,11 +143,12 @@ void PgTransaction::insert_task(const TaskRow& row) {
       .text_or_null(row.updated_at)
       .text_or_null(row.execution_digest)
       .text_or_null(scope_text(row.capability_scope))
-      .integer(next.integer(0, 0))
       .integer(row.lease_generation);
+  // The queue's order is a sequence's: concurrent creates draw numbers without waiting on each
+  // other (a counter row every create updates made them conflict).
   db_.run(std::string("INSERT INTO tasks(") + pg::kTaskColumns +
               ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
-              "$21,$22,$23,$24,$25,$26,$27)",
+              "$21,$22,$23,$24,$25,nextval('task_queue_seq'),$26)",
           params);
 }
 
@@ -172,14 +201,58 @@ void PgTransaction::append_event(const std::string& task_id, const std::string& 
 std::vector<TaskRow> PgTransaction::tasks_with_status(const std::string& status,
                                                       const std::string& tenant,
                                                       std::int64_t after_seq, std::size_t limit) {
-  return pg::task_rows(db_.run(std::string("SELECT ") + pg::kTaskColumns + kTasksWhere,
-                               pg::Params().text(status).text(tenant).integer(after_seq).integer(
-                                   static_cast<std::int64_t>(limit))));
+  return pg::task_rows(
+      settled_page(std::string("SELECT ") + pg::kTaskColumns + kTasksWhere, "seq", pg::kSeqColumn,
+                   pg::Params().text(status).text(tenant).integer(after_seq).integer(
+                       static_cast<std::int64_t>(limit))));
 }
 
 std::vector<EventRecord> PgTransaction::events_after(std::int64_t after, std::size_t limit) {
   return pg::event_rows(
-      db_.run(kEventsAfter, pg::Params().integer(after).integer(static_cast<std::int64_t>(limit))));
+      settled_page(kEventsAfter, "event_id", 0,
+                   pg::Params().integer(after).integer(static_cast<std::int64_t>(limit))));
+}
+
+// At READ COMMITTED, ids (event_id, seq) are drawn in one order and committed in another: a
+// transaction in flight when a page is read may yet commit a row with an id below the page's
+// last, which a reader whose cursor moved past it would never see. So when the page's snapshot
+// shows transactions in flight, the page is read again, once they have ended, up to its last
+// id. Every writer draws its ids after it took its transaction id (kBeginWrite), so a row that
+// can still appear under that id belongs to one of them.
+pg::Rows PgTransaction::settled_page(const std::string& page_sql, std::string_view id_column,
+                                     int id_index, const pg::Params& params) {
+  const std::string column = "page." + std::string(id_column);
+  const std::string sql = "SELECT page.*, pg_current_snapshot()::text FROM (" + page_sql +
+                          ") page WHERE " + column + "<=$" +
+                          std::to_string(params.values().size() + 1) + " ORDER BY " + column;
+  const auto page_upto = [&](std::int64_t upto) {
+    auto bounded = params;
+    return db_.run(sql, bounded.integer(upto));
+  };
+  auto rows = page_upto(std::numeric_limits<std::int64_t>::max());
+  if (rows.empty()) return rows;
+  const auto snapshot = rows.text(0, rows.columns() - 1);
+  if (snapshot.ends_with(':')) return rows;  // "xmin:xmax:" — nothing was in flight
+  const auto upto = rows.integer(rows.size() - 1, id_index);
+  wait_out(snapshot);
+  return page_upto(upto);
+}
+
+void PgTransaction::wait_out(const std::string& snapshot) {
+  const auto deadline = std::chrono::steady_clock::now() + pg::kSettleWait;
+  auto pause = std::chrono::microseconds(100);
+  while (db_.run("SELECT count(*) FROM pg_snapshot_xip($1::pg_snapshot) x WHERE "
+                 "x IS DISTINCT FROM pg_current_xact_id_if_assigned() AND "
+                 "pg_xact_status(x)='in progress'",
+                 pg::Params().text(snapshot))
+             .integer(0, 0) > 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(ErrorCode::STORE_BUSY,
+                  "a transaction open since the cursor's page was read holds the page back");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
 }
 
 std::vector<std::string> PgTransaction::prune_terminal_tasks(const std::string& before,
@@ -195,7 +268,12 @@ std::vector<std::string> PgTransaction::prune_terminal_tasks(const std::string& 
 }
 
 std::int64_t PgTransaction::last_event_id() {
-  return db_.run(kLastEventId, pg::Params()).integer(0, 0);
+  // A reader starts after this id, so no row may still appear under it.
+  const auto rows =
+      db_.run(std::string("SELECT (") + kLastEventId + "), pg_current_snapshot()::text");
+  const auto snapshot = rows.text(0, 1);
+  if (!snapshot.ends_with(':')) wait_out(snapshot);
+  return rows.integer(0, 0);
 }
 
 std::string PgTransaction::integrity() {
@@ -221,53 +299,32 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
     std::size_t at = 0;
     bool last_page = false;
   };
-  const std::string group_columns =
-      "SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' AND ";
   const std::string rows_sql =
       std::string("SELECT ") + pg::kTaskColumns +
       " FROM tasks WHERE status='QUEUED' AND priority=$1 AND scope_key=$2 AND scope_weight=$3 "
       "AND attempt<max_attempts AND seq>$4 ORDER BY seq LIMIT $5" +
       (writing_ ? " FOR UPDATE SKIP LOCKED" : "");
+  const auto page = writing_ ? pg::kClaimGroupPage : pg::kGroupPage;
   const auto fetch = [&](Group& group, std::int64_t after_seq) {
     group.page = pg::task_rows(db_.run(rows_sql, pg::Params()
                                                      .integer(group.priority)
                                                      .text(group.scope_key)
                                                      .real(group.weight)
                                                      .integer(after_seq)
-                                                     .integer(pg::kGroupPage)));
+                                                     .integer(page)));
     group.at = 0;
-    group.last_page = static_cast<std::int64_t>(group.page.size()) < pg::kGroupPage;
+    group.last_page = static_cast<std::int64_t>(group.page.size()) < page;
   };
   std::vector<Group> groups;
-  pg::Rows found = db_.run(
-      group_columns + "priority IS NOT NULL ORDER BY priority, scope_key, scope_weight LIMIT 1");
-  while (!found.empty()) {
+  const auto found = db_.run(pg::kQueuedGroups);
+  for (int at = 0; at < found.size(); ++at) {
     Group group;
-    group.priority = found.integer(0, 0);
-    group.scope_key = found.text(0, 1);
-    group.weight = found.real(0, 2);
-    const auto count = db_.run("SELECT dispatch_count FROM fleet_scope_state WHERE scope_key=$1",
-                               pg::Params().text(group.scope_key));
-    group.served = static_cast<double>(count.empty() ? 0 : count.integer(0, 0)) / group.weight;
+    group.priority = found.integer(at, 0);
+    group.scope_key = found.text(at, 1);
+    group.weight = found.real(at, 2);
+    group.served = static_cast<double>(found.integer(at, 3)) / group.weight;
     fetch(group, -1);
-    const auto priority = group.priority;
-    const auto scope_key = group.scope_key;
-    const auto weight = group.weight;
     if (!group.page.empty()) groups.push_back(std::move(group));
-    // The next group: the next weight of this scope, the next scope of this priority, then the
-    // next priority; each seek an equality prefix and one range the index follows.
-    found = db_.run(group_columns +
-                        "priority=$1 AND scope_key=$2 AND scope_weight>$3 "
-                        "ORDER BY scope_weight LIMIT 1",
-                    pg::Params().integer(priority).text(scope_key).real(weight));
-    if (!found.empty()) continue;
-    found = db_.run(
-        group_columns + "priority=$1 AND scope_key>$2 ORDER BY scope_key, scope_weight LIMIT 1",
-        pg::Params().integer(priority).text(scope_key));
-    if (!found.empty()) continue;
-    found =
-        db_.run(group_columns + "priority>$1 ORDER BY priority, scope_key, scope_weight LIMIT 1",
-                pg::Params().integer(priority));
   }
   // Legacy priority first, then the scope served least, then queue order.
   const auto before = [](const Group& a, const Group& b) {
@@ -333,11 +390,11 @@ std::vector<TaskRow> PgTransaction::newest_tasks(std::size_t limit) {
 
 std::vector<EventRecord> PgTransaction::task_events(const std::string& task_id, std::int64_t after,
                                                     std::size_t limit) {
-  const auto rows = db_.run(
+  return pg::event_rows(settled_page(
       "SELECT event_id, event_type, agent_id, payload_json, created_at, task_id FROM task_events "
       "WHERE task_id=$1 AND event_id>$2 ORDER BY event_id LIMIT $3",
-      pg::Params().text(task_id).integer(after).integer(static_cast<std::int64_t>(limit)));
-  return pg::event_rows(rows);
+      "event_id", 0,
+      pg::Params().text(task_id).integer(after).integer(static_cast<std::int64_t>(limit))));
 }
 
 bool PgTransaction::resolution_recorded(const Resolution& resolution) {

@@ -2,7 +2,10 @@
 // The PostgreSQL backend's store::Transaction: the seam's operations on the connection a
 // write or read of PostgresStore runs a body on, inside its BEGIN … COMMIT.
 
+#include <cstdint>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "aios/store.hpp"
 #include "store/postgres/connection.hpp"
@@ -15,6 +18,11 @@ class PgTransaction final : public Transaction {
 
   // The connection the transaction runs on, for the store's own statements (savepoints, DDL).
   pg::Connection& connection() { return db_; }
+  // Row locks taken inside a step that was rolled back are gone.
+  void forget_locks() {
+    locked_tasks_.clear();
+    locked_workers_.clear();
+  }
 
   std::exception_ptr attempt(const std::function<void(Transaction&)>& step) override;
 
@@ -95,8 +103,23 @@ class PgTransaction final : public Transaction {
   void insert_rebind_receipt(const RebindReceipt& receipt) override;
 
  private:
+  // In a write transaction, a task's row is locked before anything of the task is read (its
+  // result receipts, its rebind receipts): a transition of the same task running at once waits
+  // for this one and then sees what it wrote, as a serial order would have it.
+  void lock_task(const std::string& task_id);
+  // In a write transaction, a worker is locked before its slots are counted or taken.
+  void lock_worker(const std::string& worker_id);
+  // The rows of a cursor read (`page_sql`, ordered by its `id_column`, the `id_index`-th column)
+  // that no transaction in flight can still commit a row under; see tasks.cpp.
+  pg::Rows settled_page(const std::string& page_sql, std::string_view id_column, int id_index,
+                        const pg::Params& params);
+  // Waits until the transactions in flight under `snapshot` (pg_current_snapshot()) have ended.
+  void wait_out(const std::string& snapshot);
+
   pg::Connection& db_;
   bool writing_;  // a write transaction: the claim path locks the rows it visits
+  std::set<std::string> locked_tasks_;
+  std::set<std::string> locked_workers_;
 };
 
 }  // namespace aios::store

@@ -299,6 +299,9 @@ BEGIN
     capability_scope_json IS NOT json_extract(NEW.metadata_json, '$.execution.capability_scope'));
 END;
 )sql"},
+    // PostgreSQL numbers its queue from a sequence from here on; SQLite's one writer keeps its
+    // counter row, so nothing changes here but the version both backends share.
+    {11, "SELECT 1;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);
