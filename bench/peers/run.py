@@ -303,6 +303,9 @@ def summary(runs, jobs):
         "latency_samples": len(latencies),
         **({"store_conflicts_per_job": statistics.median(r["store_conflicts"] / jobs for r in runs)}
            if all("store_conflicts" in r for r in runs) else {}),
+        # Ours only: 503 answers over every run (the client retries each); the goal is none.
+        **({"busy_answers": sum(r["busy_answers"] for r in runs)}
+           if all("busy_answers" in r for r in runs) else {}),
     }
 
 
@@ -363,6 +366,10 @@ def main():
                              "-batch ones are the batched modes: ours' batch endpoints and "
                              "graphile-worker's addJobs and local queue; --write needs ours, "
                              "graphile, pgboss and bullmq)")
+    parser.add_argument("--workers", default="8",
+                        help="concurrent workers (and producers), comma-separated: each count is "
+                             "a sitting of its own, reported as system@count when more than one "
+                             "(default 8)")
     parser.add_argument("--write", type=Path,
                         help="also rewrite this page's job-queue section (docs/performance.md)")
     args = parser.parse_args()
@@ -390,34 +397,40 @@ def main():
         (state / "control.token").write_text(control)
         subprocess.run(["git", "init", "-q", "--bare", str(state / "authority.git")], check=True)
         # The batched modes: 500 jobs per enqueue call and graphile-worker's local queue of 500;
-        # ours 8 workers of 64 slots (512 jobs in hand at most).
-        common = {"jobs": jobs, "workers": 8, "latency_jobs": latency_jobs,
-                  "latency_gap_ms": 10, "batch": 500, "slots": 64}
-        per_system = {system: [] for system in systems}
-        for run in range(runs):
+        # ours' workers of 64 slots each (512 jobs in hand at most with 8).
+        counts = [int(count) for count in args.workers.split(",")]
+        per_system = {}
+        for workers, run in ((workers, run) for workers in counts for run in range(runs)):
+            common = {"jobs": jobs, "workers": workers, "latency_jobs": latency_jobs,
+                      "latency_gap_ms": 10, "batch": 500, "slots": 64}
+            key = (lambda system: system) if len(counts) == 1 else (
+                lambda system, n=workers: f"{system}@{n}")
+            for system in systems:
+                per_system.setdefault(key(system), [])
+            run = run + 100 * counts.index(workers)  # each sitting's databases and ids its own
             # Interleaved, so that every system sees the same machine over the sitting.
             if "ours" in systems:
                 measured, run_profile = run_ours(args, suite, state, node, peers_home, common, run)
-                per_system["ours"].append(measured)
+                per_system[key("ours")].append(measured)
                 profile = profile or run_profile
             if "ours-batch" in systems:
                 measured, run_profile = run_ours(args, suite, state, node, peers_home, common, run,
                                                  system="ours-batch")
-                per_system["ours-batch"].append(measured)
+                per_system[key("ours-batch")].append(measured)
                 profile = profile or run_profile
             if "ours-pg" in systems:
-                per_system["ours-pg"].append(
+                per_system[key("ours-pg")].append(
                     run_ours(args, suite, state, node, peers_home, common, run, pg)[0])
             for system in ("graphile", "graphile-batch", "pgboss"):
                 if system not in systems:
                     continue
                 database = f"{system.replace('-', '')}{run}"
                 pg.create(database)
-                per_system[system].append(run_client(node, peers_home, {
+                per_system[key(system)].append(run_client(node, peers_home, {
                     **common, "system": system, "pg": pg.url(database), "prefix": f"r{run}",
                     "server_pid": pg.pid}))
             if "bullmq" in systems:
-                per_system["bullmq"].append(run_client(node, peers_home, {
+                per_system[key("bullmq")].append(run_client(node, peers_home, {
                     **common, "system": "bullmq", "redis_port": redis.port, "prefix": f"r{run}",
                     "server_pid": redis.proc.pid}))
         for system, measured in per_system.items():
@@ -431,7 +444,7 @@ def main():
             if server:
                 server.stop()
         shutil.rmtree(state, ignore_errors=True)
-    report = json.dumps({"jobs": jobs, "workers": 8, "runs": runs, "latency_jobs": latency_jobs,
+    report = json.dumps({"jobs": jobs, "workers": args.workers, "runs": runs, "latency_jobs": latency_jobs,
                          "latency_gap_ms": 10, "systems": results, "idle_fleet": fleet,
                          "ours_profile": profile}, indent=2)
     print(report)
