@@ -303,7 +303,7 @@ class Transaction {
 
   // Runs `step` under a savepoint of this write transaction: when it throws, its writes alone
   // roll back and its error is returned (nullptr when it went through), unless the transaction
-  // itself cannot go on (a serialisation conflict, a transaction the database rolled back),
+  // itself cannot go on (a deadlock, a transaction the database rolled back),
   // which propagates and fails the whole write. One item of a batch is one step.
   virtual std::exception_ptr attempt(const std::function<void(Transaction&)>& step) = 0;
 
@@ -479,7 +479,7 @@ struct PoolUse {
   std::size_t busy = 0;         // lent to a transaction
   std::size_t idle = 0;         // open and waiting
   std::size_t limit = 0;        // at most this many open; 0: the backend keeps no pool of its own
-  std::uint64_t conflicts = 0;  // write transactions run again after a serialisation conflict
+  std::uint64_t conflicts = 0;  // write transactions run again (a deadlock, a lost insert race)
 };
 
 class Store {
@@ -504,7 +504,7 @@ class Store {
   }
 
   // Runs `body` in one write transaction and returns once it is durable. A backend may run
-  // `body` again when its transaction lost a serialisation conflict to another writer, so a
+  // `body` again when its transaction lost a race to another writer (a deadlock), so a
   // body does store calls and pure computation only (no I/O, nothing it cannot repeat). An
   // exception from `body` rolls back all of its writes and propagates. STORE_BUSY,
   // STORE_FULL or STORE_FAILURE when the backend fails.
@@ -557,9 +557,9 @@ struct PostgresOptions {
   bool database_clock = true;
 };
 
-// The PostgreSQL task store. Write transactions are SERIALIZABLE, each re-run when it loses a
-// serialisation conflict (STORE_BUSY when it keeps losing); STORE_UNAVAILABLE when the server
-// cannot be reached, STORE_DURABILITY_UNAVAILABLE when it runs with fsync off.
+// The PostgreSQL task store. Transactions run at READ COMMITTED under row locks, a write re-run
+// after a deadlock or a lost insert race (STORE_BUSY when it keeps losing); STORE_UNAVAILABLE
+// when the server cannot be reached, STORE_DURABILITY_UNAVAILABLE when it runs with fsync off.
 std::unique_ptr<Store> open_postgres_store(PostgresOptions options, const Clock& clock);
 
 // Where a daemon's --db points: a path or sqlite:///path for SQLite, postgresql://… or

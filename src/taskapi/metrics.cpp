@@ -100,7 +100,7 @@ std::string TaskApiMetrics::render(
         << "# HELP aios_store_connections_limit The most connections the pool opens.\n"
         << "# TYPE aios_store_connections_limit gauge\naios_store_connections_limit " << pool.limit
         << "\n# HELP aios_store_conflicts_total Write transactions run again after a "
-           "serialisation conflict.\n# TYPE aios_store_conflicts_total counter\n"
+           "deadlock or a lost insert race.\n# TYPE aios_store_conflicts_total counter\n"
         << "aios_store_conflicts_total " << pool.conflicts << '\n';
   }
   std::lock_guard lock(mutex_);

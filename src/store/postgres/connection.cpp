@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <utility>
 
 namespace aios::store::pg {
 namespace {
@@ -193,6 +194,12 @@ Connection::~Connection() {
   if (conn_ != nullptr) PQfinish(conn_);
 }
 
+void Connection::close() noexcept {
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = nullptr;
+  sent_.clear();
+}
+
 bool Connection::healthy() const {
   return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
 }
@@ -216,19 +223,99 @@ Rows Connection::checked(PGresult* result, std::string_view what) {
       state, field(result, PG_DIAG_CONSTRAINT_NAME));
 }
 
-Rows Connection::run(const std::string& sql, const Params& params) {
+const std::string& Connection::prepared(const std::string& sql, bool pipelined) {
   auto found = prepared_.find(sql);
-  if (found == prepared_.end()) {
-    const std::string name = "aios_" + std::to_string(prepared_.size() + 1);
+  if (found != prepared_.end()) return found->second;
+  const std::string name = "aios_" + std::to_string(prepared_.size() + 1);
+  if (pipelined) {
+    if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) != 1) {
+      throw Failure(ErrorCode::STORE_UNAVAILABLE, "prepare: could not send", "", "");
+    }
+    sent_.push_back(sql);
+  } else {
     checked(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare");
-    found = prepared_.emplace(sql, name).first;
   }
+  return prepared_.emplace(sql, name).first->second;
+}
+
+void Connection::send_prepared(const std::string& sql, const Params& params) {
+  if (sent_.empty() && PQpipelineStatus(conn_) == PQ_PIPELINE_OFF &&
+      PQenterPipelineMode(conn_) != 1) {
+    throw Failure(ErrorCode::STORE_UNAVAILABLE, "could not enter pipeline mode", "", "");
+  }
+  const auto& name = prepared(sql, true);
   std::vector<const char*> values;
   values.reserve(params.values().size());
   for (const auto& value : params.values()) values.push_back(value ? value->c_str() : nullptr);
-  return checked(PQexecPrepared(conn_, found->second.c_str(), static_cast<int>(values.size()),
-                                values.data(), nullptr, nullptr, 0),
+  if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(),
+                          nullptr, nullptr, 0) != 1) {
+    throw Failure(ErrorCode::STORE_UNAVAILABLE, "statement: could not send", "", "");
+  }
+  sent_.emplace_back();
+}
+
+void Connection::send(const std::string& sql, const Params& params) {
+  send_prepared(sql, params);
+}
+
+Rows Connection::run(const std::string& sql, const Params& params) {
+  if (!sent_.empty()) {
+    send_prepared(sql, params);
+    return answers("statement");
+  }
+  const auto& name = prepared(sql, false);
+  std::vector<const char*> values;
+  values.reserve(params.values().size());
+  for (const auto& value : params.values()) values.push_back(value ? value->c_str() : nullptr);
+  return checked(PQexecPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(),
+                                nullptr, nullptr, 0),
                  "statement");
+}
+
+Rows Connection::answers(std::string_view what) {
+  const auto sent = std::exchange(sent_, {});
+  last_skipped_ = false;
+  if (PQpipelineSync(conn_) != 1) {
+    return checked(nullptr, what);  // the connection is gone: STORE_UNAVAILABLE
+  }
+  PGresult* failed = nullptr;
+  PGresult* last = nullptr;
+  for (std::size_t at = 0; at < sent.size(); ++at) {
+    PGresult* result = PQgetResult(conn_);
+    if (result == nullptr) break;  // the connection went away mid-pipeline
+    // Each answer ends with a null result.
+    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    if (failed == nullptr && PQresultStatus(result) == PGRES_FATAL_ERROR) {
+      failed = result;
+      last_skipped_ = at + 1 < sent.size();
+      if (!sent[at].empty()) prepared_.erase(sent[at]);
+    } else if (at + 1 == sent.size() && failed == nullptr) {
+      last = result;
+    } else {
+      PQclear(result);
+    }
+  }
+  // The sync's own answer, then out of pipeline mode.
+  while (PGresult* result = PQgetResult(conn_)) {
+    const bool synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC;
+    PQclear(result);
+    if (synced) break;
+  }
+  PQexitPipelineMode(conn_);
+  if (failed != nullptr) {
+    if (last != nullptr) PQclear(last);
+    return checked(failed, what);
+  }
+  return checked(last, what);
+}
+
+void Connection::discard_sent() noexcept {
+  if (sent_.empty()) return;
+  try {
+    (void)answers("statement");
+  } catch (...) {
+    // The transaction is rolled back next; a deadlock was noted (conflicted_) all the same.
+  }
 }
 
 int Connection::wait_notifications(std::chrono::milliseconds timeout, std::string_view skip) {
@@ -249,7 +336,12 @@ int Connection::wait_notifications(std::chrono::milliseconds timeout, std::strin
 }
 
 Rows Connection::exec(const std::string& sql) {
-  return checked(PQexec(conn_, sql.c_str()), "statement");
+  if (sent_.empty()) return checked(PQexec(conn_, sql.c_str()), "statement");
+  if (PQsendQueryParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 1) {
+    throw Failure(ErrorCode::STORE_UNAVAILABLE, "statement: could not send", "", "");
+  }
+  sent_.emplace_back();
+  return answers("statement");
 }
 
 std::vector<std::pair<std::string, std::string>> connection_keywords(

@@ -103,8 +103,20 @@ class Connection {
 
   // `sql` with $1.. bound to `params`, as a prepared statement kept for the next use.
   Rows run(const std::string& sql, const Params& params = {});
-  // One or more statements without parameters (transaction control, migrations).
+  // One or more statements without parameters (transaction control, migrations); one only
+  // while statements are sent and unanswered.
   Rows exec(const std::string& sql);
+  // `sql` sent without waiting for its answer (libpq's pipeline mode), for a statement inside a
+  // transaction whose rows and count nobody reads (an event, an audit row): its answer is read
+  // in the round trip of the next run() or exec(), which throws its failure (and skips its own
+  // statement, as the server does after a failed one).
+  void send(const std::string& sql, const Params& params = {});
+  // Reads the answers of what was sent and forgets them, failures too: a rollback follows.
+  void discard_sent() noexcept;
+  // True when the last statement waited for was never run: one sent before it failed (the
+  // server skips the rest of a pipeline), so a COMMIT sent behind a failed BEGIN committed
+  // nothing.
+  bool last_skipped() const { return last_skipped_; }
 
   // True once a statement lost a serialisation conflict or a deadlock in this transaction; the
   // transaction runner then runs the body again, whatever the body made of the error.
@@ -112,15 +124,28 @@ class Connection {
   void clear_conflict() { conflicted_ = false; }
   // False once the server went away; the pool replaces the connection.
   bool healthy() const;
+  // Ends the session: one the server is ending is not given back to the pool.
+  void close() noexcept;
   // After LISTEN: waits up to `timeout` for notifications and returns how many arrived whose
   // payload is not `skip` (a process's own). STORE_UNAVAILABLE when the session is lost.
   int wait_notifications(std::chrono::milliseconds timeout, std::string_view skip);
 
  private:
   Rows checked(pg_result* result, std::string_view what);
+  // The name `sql` is prepared under on this connection, prepared first when it is new (sent
+  // ahead of it in pipeline mode).
+  const std::string& prepared(const std::string& sql, bool pipelined);
+  void send_prepared(const std::string& sql, const Params& params);
+  // Ends the pipeline: reads every answer sent, then returns the last one's rows or throws the
+  // first failure.
+  Rows answers(std::string_view what);
 
   pg_conn* conn_ = nullptr;
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
+  // What was sent and is unanswered, in order: the SQL a prepare was sent for (so a failed one
+  // is prepared again), empty for a statement.
+  std::vector<std::string> sent_;
+  bool last_skipped_ = false;
   bool conflicted_ = false;
 };
 

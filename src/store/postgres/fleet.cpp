@@ -96,7 +96,7 @@ void PgTransaction::set_agent_token(const std::string& agent_id, const std::stri
 // claims of one worker queue behind each other, each counting the slots the one before took.
 void PgTransaction::lock_worker(const std::string& worker_id) {
   if (!writing_ || locked_workers_.contains(worker_id)) return;
-  db_.run("SELECT pg_advisory_xact_lock(7426003, hashtext($1))", pg::Params().text(worker_id));
+  db_.send("SELECT pg_advisory_xact_lock(7426003, hashtext($1))", pg::Params().text(worker_id));
   locked_workers_.insert(worker_id);
 }
 
@@ -172,13 +172,13 @@ void PgTransaction::configure_worker(const WorkerCapacity& capacity) {
 }
 
 void PgTransaction::touch_worker(const std::string& worker_id, double now) {
-  db_.run("UPDATE workers SET last_seen_at=$1 WHERE worker_id=$2",
-          pg::Params().real(now).text(worker_id));
+  db_.send("UPDATE workers SET last_seen_at=$1 WHERE worker_id=$2",
+           pg::Params().real(now).text(worker_id));
 }
 
 void PgTransaction::note_worker_failure(const std::string& worker_id, double now, int threshold,
                                         double open_until) {
-  db_.run(
+  db_.send(
       "UPDATE fleet_worker_capacity SET consecutive_failures=consecutive_failures+1, "
       "circuit_state=CASE WHEN consecutive_failures+1>=$1 THEN 'OPEN' ELSE circuit_state END, "
       "circuit_open_until=CASE WHEN consecutive_failures+1>=$1 THEN $2::double precision "
@@ -187,7 +187,7 @@ void PgTransaction::note_worker_failure(const std::string& worker_id, double now
 }
 
 void PgTransaction::note_worker_success(const std::string& worker_id, double now) {
-  db_.run(
+  db_.send(
       "UPDATE fleet_worker_capacity SET consecutive_failures=0, circuit_state='CLOSED', "
       "circuit_open_until=0, updated_at=$1 WHERE worker_id=$2 AND (consecutive_failures<>0 OR "
       "circuit_state<>'CLOSED' OR circuit_open_until<>0)",
@@ -216,7 +216,7 @@ void PgTransaction::insert_claim(const ClaimRecord& claim) {
                 .affected() == 1;
   }
   if (!taken) throw Error(ErrorCode::FLEET_WORKER_CAPACITY_EXHAUSTED);
-  db_.run(
+  db_.send(
       "INSERT INTO claims(claim_id,task_id,worker_id,agent_id,attempt,status,lease_expires_at,"
       "created_at) VALUES ($1,$2,$3,$4,$5,'ACTIVE',$6,$7)",
       pg::Params()
@@ -227,7 +227,7 @@ void PgTransaction::insert_claim(const ClaimRecord& claim) {
           .integer(claim.attempt)
           .real(claim.lease_expires_at)
           .text(claim.created_at));
-  db_.run(
+  db_.send(
       "INSERT INTO fleet_dispatches(reservation_id,task_id,worker_id,task_revision,scope_key,"
       "failure_domain,reserved_until,state,score,claim_id,created_at,updated_at) "
       "VALUES ($1,$2,$3,$4,$5,$6,$7,'CLAIMED',$8,$9,$10,$10)",
@@ -242,7 +242,7 @@ void PgTransaction::insert_claim(const ClaimRecord& claim) {
           .real(claim.score)
           .text(claim.claim_id)
           .real(claim.now));
-  db_.run(
+  db_.send(
       "INSERT INTO fleet_scope_state(scope_key,dispatch_count,last_dispatch_at) VALUES ($1,1,$2) "
       "ON CONFLICT(scope_key) DO UPDATE SET dispatch_count=fleet_scope_state.dispatch_count+1, "
       "last_dispatch_at=excluded.last_dispatch_at",
@@ -251,9 +251,9 @@ void PgTransaction::insert_claim(const ClaimRecord& claim) {
 
 void PgTransaction::extend_claim(const std::string& task_id, const std::string& claim_id,
                                  double expires_at) {
-  db_.run("UPDATE claims SET lease_expires_at=$1 WHERE claim_id=$2",
-          pg::Params().real(expires_at).text(claim_id));
-  db_.run(
+  db_.send("UPDATE claims SET lease_expires_at=$1 WHERE claim_id=$2",
+           pg::Params().real(expires_at).text(claim_id));
+  db_.send(
       "UPDATE fleet_dispatches SET reserved_until=$1 WHERE task_id=$2 AND state='CLAIMED' AND "
       "claim_id=$3",
       pg::Params().real(expires_at).text(task_id).text(claim_id));
@@ -261,12 +261,12 @@ void PgTransaction::extend_claim(const std::string& task_id, const std::string& 
 
 void PgTransaction::end_claim(const std::string& claim_id, const std::string& status,
                               const std::string& now) {
-  db_.run("UPDATE claims SET status=$1, ended_at=$2 WHERE claim_id=$3 AND status='ACTIVE'",
-          pg::Params().text(status).text(now).text(claim_id));
+  db_.send("UPDATE claims SET status=$1, ended_at=$2 WHERE claim_id=$3 AND status='ACTIVE'",
+           pg::Params().text(status).text(now).text(claim_id));
 }
 
 void PgTransaction::end_dispatch(const std::string& task_id, const std::string& state, double now) {
-  db_.run(
+  db_.send(
       "UPDATE fleet_dispatches SET state=$1, updated_at=$2 WHERE task_id=$3 "
       "AND state IN ('RESERVED','CLAIMED')",
       pg::Params().text(state).real(now).text(task_id));
@@ -347,7 +347,7 @@ std::optional<ResultRecord> PgTransaction::load_result(const std::string& task_i
 }
 
 void PgTransaction::insert_result(const ResultRecord& result) {
-  db_.run(
+  db_.send(
       "INSERT INTO results(task_id,idempotency_key,attempt,agent_id,request_sha256,"
       "response_json,created_at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
       pg::Params()

@@ -83,6 +83,10 @@ bool PgTransaction::apply_rebind(const RebindUpdate& update) {
     if (!events.contains(name)) throw Error(ErrorCode::TASK_EVENT_TABLE_UNSUPPORTED);
   }
   if (!events.contains("payload_json")) throw Error(ErrorCode::TASK_EVENT_PAYLOAD_UNSUPPORTED);
+  // The row's fences are no longer the ones this transaction read.
+  if (const auto held = locked_tasks_.find(update.task_id); held != locked_tasks_.end()) {
+    held->second.reset();
+  }
   return db_.run(
                 "UPDATE tasks SET metadata_json=$1, revision=$2, claimed_by=NULL, "
                 "lease_token_hash=NULL, lease_expires_at=NULL, execution_digest=$3, action=$4, "

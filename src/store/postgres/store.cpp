@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <stop_token>
 #include <thread>
 
 #include "aios/error.hpp"
@@ -28,10 +29,11 @@ namespace {
 constexpr int kMaxAttempts = 64;
 // An insert that meets the same key this many times is not a race but the body's own error.
 constexpr int kMaxInsertRaces = 3;
-// A write takes its transaction id at BEGIN, before it draws any id from a sequence, so a reader
-// whose snapshot shows it in flight knows to wait for it (PgTransaction::settled_page).
-constexpr const char* kBeginWrite =
-    "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_current_xact_id()";
+// BEGIN goes to the server with the body's first statement. A write takes its transaction id
+// there, before it draws any id from a sequence, so a reader whose snapshot shows it in flight
+// knows to wait for it (PgTransaction::settled_page).
+constexpr const char* kBeginWrite = "BEGIN ISOLATION LEVEL READ COMMITTED";
+constexpr const char* kTakeTransactionId = "SELECT pg_current_xact_id()";
 // Reads see each statement's snapshot: a cursor page is read again once the writers in flight
 // under its first reading have ended.
 constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY";
@@ -45,13 +47,14 @@ thread_local bool t_in_transaction = false;
 }  // namespace
 
 std::exception_ptr PgTransaction::attempt(const std::function<void(Transaction&)>& step) {
-  db_.exec("SAVEPOINT aios_step");
+  db_.send("SAVEPOINT aios_step");
   for (int tries = 1;; ++tries) {
     try {
       step(*this);
       db_.exec("RELEASE SAVEPOINT aios_step");
       return nullptr;
     } catch (...) {
+      db_.discard_sent();
       // A deadlock fails the whole transaction: write() runs it again.
       if (db_.conflicted()) throw;
       auto error = std::current_exception();
@@ -82,18 +85,22 @@ class PostgresStore final : public Store {
     // Seeded once per thread: random_device is a system call, and this runs on every write.
     thread_local std::minstd_rand jitter(std::random_device{}());
     int insert_races = 0;
+    std::size_t lost_connections = 0;
     for (int tries = 1;; ++tries) {
       Lease lease(*this);
-      begin(lease, kBeginWrite);
       auto& db = lease.connection();
       db.clear_conflict();
+      bool committing = false;
       try {
+        db.send(kBeginWrite);
+        db.send(kTakeTransactionId);
         if (options_.database_clock && clock_stale()) read_clock(db);
         PgTransaction tx(db, true);
         body(tx);
         // A body that swallowed a failed statement leaves an aborted transaction, whose COMMIT
         // answers ROLLBACK without an error.
         if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "lost a conflict");
+        committing = true;
         const auto committed = db.exec("COMMIT").command();
         if (db.conflicted()) throw Error(ErrorCode::STORE_BUSY, "lost a conflict");
         // A body that caught a failed statement and went on: nothing of it was written.
@@ -103,6 +110,11 @@ class PostgresStore final : public Store {
         return;
       } catch (...) {
         rollback(db);
+        // Nothing of it was written when COMMIT was never run.
+        if ((!committing || db.last_skipped()) &&
+            replaceable(db, lost_connections, std::current_exception())) {
+          continue;
+        }
         const bool raced = pg::Failure::lost_insert_race(std::current_exception());
         if (!db.conflicted() && (!raced || ++insert_races > kMaxInsertRaces)) throw;
         ++conflicts_;
@@ -119,16 +131,21 @@ class PostgresStore final : public Store {
   }
 
   void read(const std::function<void(Transaction&)>& body) override {
-    Lease lease(*this);
-    begin(lease, kBeginRead);
-    auto& db = lease.connection();
-    try {
-      PgTransaction tx(db, false);
-      body(tx);
-      db.exec("COMMIT");
-    } catch (...) {
-      rollback(db);
-      throw;
+    std::size_t lost_connections = 0;
+    for (;;) {
+      Lease lease(*this);
+      auto& db = lease.connection();
+      try {
+        db.send(kBeginRead);
+        PgTransaction tx(db, false);
+        body(tx);
+        db.exec("COMMIT");
+        return;
+      } catch (...) {
+        rollback(db);
+        if (replaceable(db, lost_connections, std::current_exception())) continue;
+        throw;
+      }
     }
   }
 
@@ -160,15 +177,19 @@ class PostgresStore final : public Store {
 
   std::unique_ptr<Leadership> leadership() override { return pg::leadership(keywords_); }
 
+  // Handed to a thread of its own, which coalesces the announcements made while it sends one:
+  // each NOTIFY is a transaction with a commit record to flush, and under load the commits
+  // asked for it several times a millisecond; a waiter needs one wake-up after the last.
   void announce_queue_change() override {
     if (t_in_transaction) return;  // a body's own call; the commit's caller announces
-    try {
-      Lease lease(*this);
-      lease.connection().run("SELECT pg_notify($1, $2)",
-                             pg::Params().text(pg::kQueueChannel).text(announcer_));
-    } catch (const Error& error) {
-      log::warn("STORE_ANNOUNCE_FAILED", {{"error", error.code()}});
+    {
+      const std::lock_guard lock(announce_mutex_);
+      announce_wanted_ = true;
+      if (!announcer_thread_.joinable()) {
+        announcer_thread_ = std::jthread([this](const std::stop_token& stop) { announce(stop); });
+      }
     }
+    announce_asked_.notify_one();
   }
 
   std::unique_ptr<Subscription> listen_queue_changes(std::function<void()> heard) override {
@@ -193,16 +214,27 @@ class PostgresStore final : public Store {
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     pg::Connection& connection() { return *connection_; }
-    // Drops a connection the server closed and takes another.
-    void replace() {
-      store_.release(std::move(connection_));
-      connection_ = store_.acquire();
-    }
 
    private:
     PostgresStore& store_;
     std::unique_ptr<pg::Connection> connection_;
   };
+
+  void announce(const std::stop_token& stop) {
+    std::unique_lock lock(announce_mutex_);
+    while (announce_asked_.wait(lock, stop, [&] { return announce_wanted_; })) {
+      announce_wanted_ = false;
+      lock.unlock();
+      try {
+        Lease lease(*this);
+        lease.connection().run("SELECT pg_notify($1, $2)",
+                               pg::Params().text(pg::kQueueChannel).text(announcer_));
+      } catch (const Error& error) {
+        log::warn("STORE_ANNOUNCE_FAILED", {{"error", error.code()}});
+      }
+      lock.lock();
+    }
+  }
 
   static pg::Connection& tx_connection(Transaction& tx) {
     return static_cast<PgTransaction&>(tx).connection();
@@ -239,26 +271,28 @@ class PostgresStore final : public Store {
     available_.notify_one();
   }
 
-  // BEGIN on the leased connection. A pooled connection whose server went away (a restart, a
-  // failover to a standby) fails here with nothing done, so it is dropped and BEGIN tried on
-  // another, at most once per connection the pool may hold and once more on a new one.
-  void begin(Lease& lease, const char* sql) {
-    for (std::size_t tries = 0;; ++tries) {
-      try {
-        lease.connection().exec(sql);
-        return;
-      } catch (const Error& error) {
-        if (lease.connection().healthy() || !error.is(ErrorCode::STORE_UNAVAILABLE) ||
-            tries > options_.connections) {
-          throw;
-        }
-        log::warn("STORE_CONNECTION_REPLACED", {{"error", error.code()}});
-        lease.replace();
-      }
+  // A pooled connection whose server went away (a restart, a failover to a standby) fails at
+  // the body's first round trip; the transaction never reached COMMIT, so nothing of it was
+  // written, and it runs again on another, at most once per connection the pool may hold and
+  // once more on a new one.
+  // The server says so (57P01, terminated by an administrator) before libpq sees the socket
+  // close, so its code counts as much as the connection's state.
+  bool replaceable(pg::Connection& db, std::size_t& lost, const std::exception_ptr& failure) const {
+    bool unavailable = !db.healthy();
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Error& error) {
+      unavailable = unavailable || error.is(ErrorCode::STORE_UNAVAILABLE);
+    } catch (...) {
     }
+    if (!unavailable || lost++ > options_.connections) return false;
+    db.close();
+    log::warn("STORE_CONNECTION_REPLACED", {{"error", "STORE_UNAVAILABLE"}});
+    return true;
   }
 
   static void rollback(pg::Connection& db) noexcept {
+    db.discard_sent();
     try {
       if (db.healthy()) db.exec("ROLLBACK");
     } catch (...) {
@@ -328,6 +362,11 @@ class PostgresStore final : public Store {
   std::atomic<std::uint64_t> conflicts_{0};
   std::atomic<std::int64_t> offset_micros_{0};
   std::atomic<std::int64_t> clock_read_at_{0};
+  std::mutex announce_mutex_;
+  std::condition_variable_any announce_asked_;
+  bool announce_wanted_ = false;
+  // Last: stopped and joined first, while the pool it borrows from is still there.
+  std::jthread announcer_thread_;
 };
 
 std::unique_ptr<Store> open_postgres_store(PostgresOptions options, const Clock& clock) {

@@ -106,14 +106,15 @@ std::optional<TaskRow> PgTransaction::load_task(const std::string& task_id) {
                                 " FROM tasks WHERE task_id=$1" + (writing_ ? " FOR UPDATE" : ""),
                             pg::Params().text(task_id));
   if (rows.empty()) return std::nullopt;
-  if (writing_) locked_tasks_.insert(task_id);
-  return pg::task_row(rows, 0);
+  auto row = pg::task_row(rows, 0);
+  if (writing_) hold(row);
+  return row;
 }
 
 void PgTransaction::lock_task(const std::string& task_id) {
   if (!writing_ || locked_tasks_.contains(task_id)) return;
-  db_.run("SELECT 1 FROM tasks WHERE task_id=$1 FOR UPDATE", pg::Params().text(task_id));
-  locked_tasks_.insert(task_id);
+  db_.send("SELECT 1 FROM tasks WHERE task_id=$1 FOR UPDATE", pg::Params().text(task_id));
+  locked_tasks_.emplace(task_id, std::nullopt);
 }
 
 void PgTransaction::insert_task(const TaskRow& row) {
@@ -146,10 +147,10 @@ void PgTransaction::insert_task(const TaskRow& row) {
       .integer(row.lease_generation);
   // The queue's order is a sequence's: concurrent creates draw numbers without waiting on each
   // other (a counter row every create updates made them conflict).
-  db_.run(std::string("INSERT INTO tasks(") + pg::kTaskColumns +
-              ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
-              "$21,$22,$23,$24,$25,nextval('task_queue_seq'),$26)",
-          params);
+  db_.send(std::string("INSERT INTO tasks(") + pg::kTaskColumns +
+               ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
+               "$21,$22,$23,$24,$25,nextval('task_queue_seq'),$26)",
+           params);
 }
 
 bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
@@ -174,20 +175,28 @@ bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revisi
       .text(row.task_id)
       .integer(expected_revision)
       .integer(expected_lease_generation);
-  return db_.run(
-                "UPDATE tasks SET status=$1, attempt=$2, revision=$3, claimed_by=$4, "
-                "lease_token_hash=$5, lease_expires_at=$6, claim_id=$7, verification_json=$8, "
-                "result_json=$9, metadata_json=$10, updated_at=$11, execution_digest=$12, "
-                "action=$13, adapter=$14, capability_scope_json=$15, lease_generation=$16 "
-                "WHERE task_id=$17 AND revision=$18 AND lease_generation=$19",
-                params)
-             .affected() == 1;
+  const std::string sql =
+      "UPDATE tasks SET status=$1, attempt=$2, revision=$3, claimed_by=$4, "
+      "lease_token_hash=$5, lease_expires_at=$6, claim_id=$7, verification_json=$8, "
+      "result_json=$9, metadata_json=$10, updated_at=$11, execution_digest=$12, "
+      "action=$13, adapter=$14, capability_scope_json=$15, lease_generation=$16 "
+      "WHERE task_id=$17 AND revision=$18 AND lease_generation=$19";
+  const auto held = locked_tasks_.find(row.task_id);
+  if (held != locked_tasks_.end() &&
+      held->second == Fences{expected_revision, expected_lease_generation}) {
+    db_.send(sql, params);
+    hold(row);
+    return true;
+  }
+  const bool updated = db_.run(sql, params).affected() == 1;
+  if (updated && writing_) hold(row);
+  return updated;
 }
 
 void PgTransaction::append_event(const std::string& task_id, const std::string& event_type,
                                  const std::string& agent_id, const nlohmann::json& payload,
                                  const std::string& created_at) {
-  db_.run(
+  db_.send(
       "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
       "VALUES ($1,$2,$3,$4,$5)",
       pg::Params()
@@ -312,6 +321,9 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
                                                      .real(group.weight)
                                                      .integer(after_seq)
                                                      .integer(page)));
+    if (writing_) {
+      for (const auto& row : group.page) hold(row);
+    }
     group.at = 0;
     group.last_page = static_cast<std::int64_t>(group.page.size()) < page;
   };

@@ -3,6 +3,8 @@
 // write or read of PostgresStore runs a body on, inside its BEGIN … COMMIT.
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -118,7 +120,18 @@ class PgTransaction final : public Transaction {
 
   pg::Connection& db_;
   bool writing_;  // a write transaction: the claim path locks the rows it visits
-  std::set<std::string> locked_tasks_;
+  // The tasks this transaction holds locked, with the fences (revision, lease generation) their
+  // rows hold now when it read or wrote them: an update fenced on exactly those cannot miss, so
+  // it is sent without waiting for its count. Empty fences: locked, not read.
+  struct Fences {
+    std::int64_t revision;
+    std::int64_t lease_generation;
+    bool operator==(const Fences&) const = default;
+  };
+  std::map<std::string, std::optional<Fences>> locked_tasks_;
+  void hold(const TaskRow& row) {
+    locked_tasks_[row.task_id] = Fences{row.revision, row.lease_generation};
+  }
   std::set<std::string> locked_workers_;
 };
 
