@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -124,11 +125,18 @@ inline TaskSpec project_task(std::string task_id, std::string tenant, std::strin
 // default options.
 class PlaneTest : public ::testing::Test {
  protected:
-  PlaneTest()
+  // Opens another backend's store on the plane's clock, for a case that runs the plane there.
+  using StoreOpener = std::function<std::unique_ptr<store::Store>(const Clock&)>;
+
+  PlaneTest() : PlaneTest(StoreOpener()) {}
+  // The plane over the store `open` returns (the SQLite one when it returns none).
+  explicit PlaneTest(const StoreOpener& open)
       : clock_(start_time()),
         db_(DatabaseOptions{.path = db_path()}),
         store_(db_, clock_),
-        plane_(store_, environment_, options_) {}
+        other_store_(open ? open(clock_) : nullptr),
+        plane_(other_store_ ? *other_store_ : static_cast<store::Store&>(store_), environment_,
+               options_) {}
 
   std::filesystem::path db_path() const { return dir_.path() / "tasks.sqlite3"; }
 
@@ -263,6 +271,7 @@ class PlaneTest : public ::testing::Test {
   TaskPlaneOptions options_;
   Database db_;
   store::SqliteStore store_;
+  std::unique_ptr<store::Store> other_store_;
   TaskPlane plane_;
 };
 

@@ -1,11 +1,14 @@
 // Storage faults through the store: every task-plane operation is run with its n-th write made
-// to fail (n = 0, 1, 2, ... until the operation gets through), under a SQLITE_BUSY storm from
-// another connection, and on a full disk. Every failing operation must throw its STORE_* code
-// and leave the database exactly as it was (no partial transition, no orphan event), and the
-// same operation must succeed once the fault is gone.
+// to fail (n = 0, 1, 2, ... until the operation gets through), on SQLite and on PostgreSQL; under
+// a SQLITE_BUSY storm from another connection, and on a full disk. Every failing operation must
+// throw its STORE_* code and leave the database exactly as it was (no partial transition, no
+// orphan event, on PostgreSQL no session left inside a transaction), and the same operation must
+// succeed once the fault is gone.
 //
-// The n-th write fails through SQLite triggers armed on every table (RAISE(ABORT) on the n-th
-// INSERT, UPDATE or DELETE of the transaction), so the production code runs unchanged.
+// The n-th write fails through triggers armed on every table (RAISE(ABORT) on SQLite, RAISE
+// EXCEPTION on PostgreSQL, on the n-th INSERT, UPDATE or DELETE of a row), so the production code
+// runs unchanged: on PostgreSQL that includes the statements sent ahead in pipeline mode, whose
+// failure is read with a later statement's answer.
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 
@@ -16,6 +19,8 @@
 #include <thread>
 
 #include "fleet/fleet_fixture.hpp"
+#include "store/postgres/connection.hpp"
+#include "support/postgres.hpp"
 
 namespace aios::fleet_test {
 namespace {
@@ -31,9 +36,22 @@ const std::vector<std::string> kFaultTables = {"tasks",
                                                "fleet_scope_state",
                                                "fleet_task_quarantine"};
 
-class StorageFaultTest : public PlaneTest {
- protected:
-  StorageFaultTest() : raw_(db_path().string(), SQLite::OPEN_READWRITE) {
+// A backend's fault triggers and its rows, seen from a connection of the test's own.
+class FaultPlan {
+ public:
+  virtual ~FaultPlan() = default;
+  // The n-th write (0-based) of the next transaction fails; -1 disarms.
+  virtual void arm(int n) = 0;
+  // Every row of every table but the plan's own, as text, in a stable order.
+  virtual std::string snapshot() = 0;
+  // "ok", or what is wrong with the database beyond its rows.
+  virtual std::string health() = 0;
+};
+
+class SqliteFaultPlan final : public FaultPlan {
+ public:
+  explicit SqliteFaultPlan(const std::filesystem::path& path)
+      : raw_(path.string(), SQLite::OPEN_READWRITE) {
     raw_.setBusyTimeout(30000);
     raw_.exec("CREATE TABLE IF NOT EXISTS fault_plan(remaining INTEGER NOT NULL)");
     raw_.exec("INSERT INTO fault_plan VALUES (-1)");
@@ -49,15 +67,13 @@ class StorageFaultTest : public PlaneTest {
     }
   }
 
-  // The n-th write (0-based) of the next transaction fails; -1 disarms.
-  void arm(int n) {
+  void arm(int n) override {
     SQLite::Statement update(raw_, "UPDATE fault_plan SET remaining=?");
     update.bind(1, n);
     update.exec();
   }
 
-  // Every row of every table but fault_plan, as text, in a stable order.
-  std::string snapshot() {
+  std::string snapshot() override {
     std::string out;
     std::vector<std::string> tables;
     SQLite::Statement names(raw_,
@@ -78,34 +94,124 @@ class StorageFaultTest : public PlaneTest {
     return out;
   }
 
-  std::string integrity() { return raw_.execAndGet("PRAGMA integrity_check").getString(); }
+  std::string health() override { return raw_.execAndGet("PRAGMA integrity_check").getString(); }
+
+ private:
+  SQLite::Database raw_;
+};
+
+class PostgresFaultPlan final : public FaultPlan {
+ public:
+  explicit PostgresFaultPlan(const std::string& url) : db_({{"dbname", url}}) {
+    db_.exec(
+        "CREATE TABLE fault_plan(remaining BIGINT NOT NULL); INSERT INTO fault_plan VALUES (-1);"
+        "CREATE FUNCTION fault_step() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "DECLARE remaining_now BIGINT; BEGIN "
+        "UPDATE fault_plan SET remaining = remaining - 1 WHERE remaining >= 0 "
+        "RETURNING remaining INTO remaining_now; "
+        "IF remaining_now < 0 THEN RAISE EXCEPTION 'injected storage fault'; END IF; "
+        "RETURN COALESCE(NEW, OLD); END $$");
+    for (const auto& table : kFaultTables) {
+      db_.exec("CREATE TRIGGER fault_" + table + " BEFORE INSERT OR UPDATE OR DELETE ON " + table +
+               " FOR EACH ROW EXECUTE FUNCTION fault_step()");
+    }
+  }
+
+  void arm(int n) override {
+    db_.run("UPDATE fault_plan SET remaining=$1", store::pg::Params().integer(n));
+  }
+
+  std::string snapshot() override {
+    std::string out;
+    const auto tables = db_.exec(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema=current_schema() "
+        "AND table_type='BASE TABLE' AND table_name<>'fault_plan' ORDER BY table_name");
+    for (int t = 0; t < tables.size(); ++t) {
+      const auto table = tables.text(t, 0);
+      out += "## " + table + "\n";
+      const auto rows = db_.exec("SELECT r::text FROM " + table + " r ORDER BY 1");
+      for (int r = 0; r < rows.size(); ++r) out += rows.text(r, 0) + "\n";
+    }
+    return out;
+  }
+
+  // A session the store gave back to its pool inside a transaction would run the next one in it.
+  std::string health() override {
+    const auto open = db_.exec(
+                             "SELECT count(*) FROM pg_stat_activity WHERE "
+                             "datname=current_database() AND pid<>pg_backend_pid() AND "
+                             "state LIKE 'idle in transaction%'")
+                          .integer(0, 0);
+    return open == 0 ? "ok" : std::to_string(open) + " sessions idle inside a transaction";
+  }
+
+ private:
+  store::pg::Connection db_;
+};
+
+// The PostgreSQL database of a case, made before the plane that runs on it (a base listed
+// before PlaneTest) and dropped after it.
+struct ScratchPostgres {
+  std::unique_ptr<test::ScopedPostgresDatabase> database;
+};
+
+class StorageFaultTest : public ScratchPostgres,
+                         public PlaneTest,
+                         public ::testing::WithParamInterface<std::string> {
+ protected:
+  StorageFaultTest() : PlaneTest(opener(GetParam(), database)) {}
+
+  void SetUp() override {
+    if (GetParam() == "postgresql") {
+      if (!database) AIOS_SKIP_WITHOUT_POSTGRES();
+      plan_ = std::make_unique<PostgresFaultPlan>(database->url());
+    } else {
+      plan_ = std::make_unique<SqliteFaultPlan>(db_path());
+    }
+  }
+
+  // PostgreSQL's store on the plane's clock (not the server's: the cases move time), on a fresh
+  // database; none on SQLite or without a server.
+  static StoreOpener opener(const std::string& backend,
+                            std::unique_ptr<test::ScopedPostgresDatabase>& database) {
+    if (backend != "postgresql" || !test::postgres_admin_url()) return {};
+    return [&database](const Clock& clock) {
+      database = std::make_unique<test::ScopedPostgresDatabase>(*test::postgres_admin_url());
+      return store::open_postgres_store(
+          {.url = database->url(), .connections = 2, .database_clock = false}, clock);
+    };
+  }
 
   // Runs `op` with its n-th write failing for n = 0, 1, ... until it succeeds. Each failure
   // must carry a STORE_* code and leave no trace. Returns how many writes it took.
   int fail_each_write(const std::string& name, const std::function<void()>& op) {
     for (int n = 0; n < 100; ++n) {
-      const std::string before = snapshot();
-      arm(n);
+      const std::string before = plan_->snapshot();
+      plan_->arm(n);
       std::string code = "ok";
       try {
         op();
       } catch (const Error& error) {
         code = error.code();
       }
-      arm(-1);
+      plan_->arm(-1);
       if (code == "ok") return n;
       EXPECT_EQ(code, "STORE_FAILURE") << name << " with write " << n << " failing";
-      EXPECT_EQ(snapshot(), before) << name << " left partial state when write " << n << " failed";
-      EXPECT_EQ(integrity(), "ok");
+      EXPECT_EQ(plan_->snapshot(), before)
+          << name << " left partial state when write " << n << " failed";
+      EXPECT_EQ(plan_->health(), "ok");
     }
     ADD_FAILURE() << name << " never succeeded";
     return -1;
   }
 
-  SQLite::Database raw_;
+  std::unique_ptr<FaultPlan> plan_;
 };
 
-TEST_F(StorageFaultTest, EveryWriteOfEveryTransitionCanFailWithoutPartialState) {
+INSTANTIATE_TEST_SUITE_P(Backends, StorageFaultTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& param) { return param.param; });
+
+TEST_P(StorageFaultTest, EveryWriteOfEveryTransitionCanFailWithoutPartialState) {
   // Given each task-plane operation and each write inside it failing in turn, we should get
   // STORE_FAILURE and an unchanged database every time, and the operation once the fault is
   // gone.
@@ -159,10 +265,13 @@ TEST_F(StorageFaultTest, EveryWriteOfEveryTransitionCanFailWithoutPartialState) 
   // Each operation wrote at least once, so its failure paths were really taken.
   for (const auto& [name, n] : writes) EXPECT_GE(n, 1) << name;
   EXPECT_EQ(view("task-fault-0")["status"], "QUEUED");
-  EXPECT_EQ(integrity(), "ok");
+  EXPECT_EQ(plan_->health(), "ok");
 }
 
-TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
+// SQLite's one writer under another connection's lock.
+class SqliteBusyTest : public PlaneTest {};
+
+TEST_F(SqliteBusyTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
   // Given another connection that keeps taking the write lock, operations over a short busy
   // timeout should either commit whole or fail with STORE_BUSY and change nothing; retried,
   // every one of them gets through exactly once.
@@ -206,7 +315,7 @@ TEST_F(StorageFaultTest, BusyStormFailsWithStoreBusyAndLosesNothing) {
   EXPECT_GT(busy, 0) << "the storm never made a write wait past its timeout";
   EXPECT_EQ(count("SELECT COUNT(*) FROM tasks WHERE task_id LIKE 'task-storm-%'"), kTasks);
   EXPECT_EQ(count("SELECT COUNT(*) FROM task_events WHERE task_id LIKE 'task-storm-%'"), kTasks);
-  EXPECT_EQ(integrity(), "ok");
+  EXPECT_EQ(rows("PRAGMA integrity_check").at(0).at(0), "ok");
 }
 
 // A 1 MiB tmpfs mounted for the test; skipped where mounting is not allowed.

@@ -226,7 +226,7 @@ Rows Connection::checked(PGresult* result, std::string_view what) {
 const std::string& Connection::prepared(const std::string& sql, bool pipelined) {
   auto found = prepared_.find(sql);
   if (found != prepared_.end()) return found->second;
-  const std::string name = "aios_" + std::to_string(prepared_.size() + 1);
+  const std::string name = "aios_" + std::to_string(++statements_);
   if (pipelined) {
     if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) != 1) {
       throw Failure(ErrorCode::STORE_UNAVAILABLE, "prepare: could not send", "", "");
@@ -282,13 +282,16 @@ Rows Connection::answers(std::string_view what) {
   PGresult* last = nullptr;
   for (std::size_t at = 0; at < sent.size(); ++at) {
     PGresult* result = PQgetResult(conn_);
-    if (result == nullptr) break;  // the connection went away mid-pipeline
+    if (result == nullptr) break;  // the connection went away mid-pipeline: it is dropped
     // Each answer ends with a null result.
     while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    // A prepare that failed or was skipped with the rest of the pipeline is made again on use.
+    if (!sent[at].empty() && PQresultStatus(result) != PGRES_COMMAND_OK) {
+      prepared_.erase(sent[at]);
+    }
     if (failed == nullptr && PQresultStatus(result) == PGRES_FATAL_ERROR) {
       failed = result;
       last_skipped_ = at + 1 < sent.size();
-      if (!sent[at].empty()) prepared_.erase(sent[at]);
     } else if (at + 1 == sent.size() && failed == nullptr) {
       last = result;
     } else {

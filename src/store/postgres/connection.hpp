@@ -142,6 +142,7 @@ class Connection {
 
   pg_conn* conn_ = nullptr;
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
+  std::uint64_t statements_ = 0;                           // names given, never one twice
   // What was sent and is unanswered, in order: the SQL a prepare was sent for (so a failed one
   // is prepared again), empty for a statement.
   std::vector<std::string> sent_;
