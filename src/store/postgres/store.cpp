@@ -39,6 +39,9 @@ constexpr const char* kTakeTransactionId = "SELECT pg_current_xact_id()";
 constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY";
 // The database clock is read again when its last reading is older than this.
 constexpr auto kClockReadEvery = std::chrono::seconds(5);
+// Between two NOTIFYs: another process's waiter hears of a change at most this late, and a
+// process under load sends a few hundred a second instead of one a commit.
+constexpr auto kAnnounceGap = std::chrono::milliseconds(3);
 // Held by the migrating process, so replicas starting together migrate once.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7426001)";
 
@@ -232,6 +235,8 @@ class PostgresStore final : public Store {
       } catch (const Error& error) {
         log::warn("STORE_ANNOUNCE_FAILED", {{"error", error.code()}});
       }
+      // What is asked meanwhile goes out in one NOTIFY after the gap.
+      std::this_thread::sleep_for(kAnnounceGap);
       lock.lock();
     }
   }
