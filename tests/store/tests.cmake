@@ -13,5 +13,7 @@ target_link_libraries(store_tests PRIVATE SQLite::SQLite3)
 # Against the real daemons, on the PostgreSQL server scripts/test starts: aios-store migrate (a
 # scheduler's SQLite store copied into a fresh database and served from it) and scheduler
 # replicas on one database (the lead, wake-ups across replicas, every replica sweeping).
-aios_integration_test(store_integration_tests store/migrate_test.cpp store/replicas_test.cpp)
+# And wire faults between a scheduler and its server (tests/support/wire_fault_proxy.py).
+aios_integration_test(store_integration_tests store/migrate_test.cpp store/replicas_test.cpp
+  store/wire_faults_test.cpp)
 add_dependencies(store_integration_tests aios-store)

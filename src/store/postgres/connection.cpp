@@ -291,7 +291,9 @@ Rows Connection::answers(std::string_view what) {
     }
     if (failed == nullptr && PQresultStatus(result) == PGRES_FATAL_ERROR) {
       failed = result;
-      last_skipped_ = at + 1 < sent.size();
+      // Only the server's own error says it skipped the rest: a connection lost on the way
+      // (libpq's error, no SQLSTATE) may have run all of it, COMMIT too.
+      last_skipped_ = at + 1 < sent.size() && !field(result, PG_DIAG_SQLSTATE).empty();
     } else if (at + 1 == sent.size() && failed == nullptr) {
       last = result;
     } else {

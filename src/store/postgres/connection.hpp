@@ -113,9 +113,9 @@ class Connection {
   void send(const std::string& sql, const Params& params = {});
   // Reads the answers of what was sent and forgets them, failures too: a rollback follows.
   void discard_sent() noexcept;
-  // True when the last statement waited for was never run: one sent before it failed (the
-  // server skips the rest of a pipeline), so a COMMIT sent behind a failed BEGIN committed
-  // nothing.
+  // True when the last statement waited for was never run: the server failed one sent before
+  // it (and skips the rest of a pipeline), so a COMMIT sent behind a failed BEGIN committed
+  // nothing. False when the connection was lost on the way: then nobody knows.
   bool last_skipped() const { return last_skipped_; }
 
   // True once a statement lost a serialisation conflict or a deadlock in this transaction; the

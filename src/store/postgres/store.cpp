@@ -142,7 +142,9 @@ class PostgresStore final : public Store {
         db.send(kBeginRead);
         PgTransaction tx(db, false);
         body(tx);
-        db.exec("COMMIT");
+        // A read-only transaction has nothing to commit; ending it so also tells it apart, on
+        // the wire, from a write's COMMIT (tests/store/wire_faults_test.cpp faults those).
+        db.exec("ROLLBACK");
         return;
       } catch (...) {
         rollback(db);
