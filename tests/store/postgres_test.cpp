@@ -231,6 +231,13 @@ class InFlight {
   std::atomic<bool> committing_{false};
 };
 
+// An event of task-a, written by a session of the test's own.
+std::string event_insert(const std::string& type) {
+  return "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
+         "VALUES ('task-a','" +
+         type + "','agent','{}','t')";
+}
+
 // What a cursor reader sees while a writer that drew a smaller id than a committed row is still
 // in flight: `read` runs on another thread, the writer commits after a pause.
 template <typename Read>
@@ -252,9 +259,7 @@ TEST_F(PostgresStore, TheEventFeedNeverSkipsAnEventThatCommitsLateWithASmallerId
         [&](store::Transaction& tx) { tx.append_event("task-a", type, "agent", {}, "t"); });
   };
   append("first");
-  InFlight writer(database_->url(),
-                  "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
-                  "VALUES ('task-a','late','agent','{}','t')");
+  InFlight writer(database_->url(), event_insert("late"));
   append("third");
   const auto page = read_beside_a_late_commit(writer, [&] {
     std::vector<std::string> types;
@@ -265,9 +270,7 @@ TEST_F(PostgresStore, TheEventFeedNeverSkipsAnEventThatCommitsLateWithASmallerId
   });
   EXPECT_EQ(page, (std::vector<std::string>{"late", "third"}));
 
-  InFlight another(database_->url(),
-                   "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
-                   "VALUES ('task-a','late','agent','{}','t')");
+  InFlight another(database_->url(), event_insert("late"));
   append("fifth");
   std::int64_t last = 0;
   const bool waited = read_beside_a_late_commit(another, [&] {
@@ -309,9 +312,7 @@ TEST_F(PostgresStore, AWriterInFlightTooLongIsReportedBusyNotSkipped) {
   // Given a writer that holds its drawn id past the reader's wait, the reader should be told the
   // store is busy (and retry) rather than handed a page that skips the writer's row.
   const auto opened = store::open_store({.url = database_->url()}, clock_);
-  InFlight writer(database_->url(),
-                  "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
-                  "VALUES ('task-a','held','agent','{}','t')");
+  InFlight writer(database_->url(), event_insert("held"));
   opened->write([&](store::Transaction& tx) { tx.append_event("task-a", "after", "a", {}, "t"); });
   EXPECT_EQ(
       code_of([&] { opened->read([&](store::Transaction& tx) { (void)tx.events_after(0, 10); }); }),
