@@ -308,6 +308,23 @@ TEST_F(PostgresStore, TheTaskListNeverSkipsATaskThatCommitsLateWithASmallerSeq) 
   EXPECT_EQ(page, (std::vector<std::string>{"task-2", "task-3"}));
 }
 
+TEST_F(PostgresStore, AWriterInAnotherDatabaseDoesNotHoldTheFeedBack) {
+  // Given a transaction left open in another database of the same server (a shared server's
+  // other application), the feed should answer at once: that transaction cannot write here.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  const test::ScopedPostgresDatabase elsewhere(*test::postgres_admin_url());
+  store::pg::Connection({{"dbname", elsewhere.url()}}).exec("CREATE TABLE other(x INTEGER)");
+  InFlight writer(elsewhere.url(), "INSERT INTO other VALUES (1)");
+  opened->write([&](store::Transaction& tx) { tx.append_event("task-a", "here", "a", {}, "t"); });
+  std::size_t seen = 0;
+  EXPECT_EQ(code_of([&] {
+              opened->read([&](store::Transaction& tx) { seen = tx.events_after(0, 10).size(); });
+            }),
+            test::kOk);
+  EXPECT_EQ(seen, 1U);
+  writer.commit();
+}
+
 TEST_F(PostgresStore, AWriterInFlightTooLongIsReportedBusyNotSkipped) {
   // Given a writer that holds its drawn id past the reader's wait, the reader should be told the
   // store is busy (and retry) rather than handed a page that skips the writer's row.

@@ -250,9 +250,15 @@ pg::Rows PgTransaction::settled_page(const std::string& page_sql, std::string_vi
 void PgTransaction::wait_out(const std::string& snapshot) {
   const auto deadline = std::chrono::steady_clock::now() + pg::kSettleWait;
   auto pause = std::chrono::microseconds(100);
+  // Only transactions of this database's sessions can write its rows: a long one in another
+  // database of a shared server holds nothing back. A transaction holds a lock on its own id
+  // while it runs (pg_locks, read live; its session's database does not change).
   while (db_.run("SELECT count(*) FROM pg_snapshot_xip($1::pg_snapshot) x WHERE "
                  "x IS DISTINCT FROM pg_current_xact_id_if_assigned() AND "
-                 "pg_xact_status(x)='in progress'",
+                 "pg_xact_status(x)='in progress' AND EXISTS (SELECT 1 FROM pg_locks l "
+                 "JOIN pg_stat_activity a ON a.pid=l.pid WHERE l.locktype='transactionid' AND "
+                 "a.datname=current_database() AND "
+                 "l.transactionid::text=(x::text::numeric % 4294967296)::text)",
                  pg::Params().text(snapshot))
              .integer(0, 0) > 0) {
     if (std::chrono::steady_clock::now() > deadline) {
