@@ -73,6 +73,13 @@ Params& Params::null() {
   return *this;
 }
 
+std::vector<const char*> Params::pointers() const {
+  std::vector<const char*> out;
+  out.reserve(values_.size());
+  for (const auto& value : values_) out.push_back(value ? value->c_str() : nullptr);
+  return out;
+}
+
 Rows::Rows(PGresult* result) : result_(result) {}
 
 Rows::~Rows() {
@@ -238,15 +245,13 @@ const std::string& Connection::prepared(const std::string& sql, bool pipelined) 
   return prepared_.emplace(sql, name).first->second;
 }
 
-void Connection::send_prepared(const std::string& sql, const Params& params) {
+void Connection::send(const std::string& sql, const Params& params) {
   if (sent_.empty() && PQpipelineStatus(conn_) == PQ_PIPELINE_OFF &&
       PQenterPipelineMode(conn_) != 1) {
     throw Failure(ErrorCode::STORE_UNAVAILABLE, "could not enter pipeline mode", "", "");
   }
   const auto& name = prepared(sql, true);
-  std::vector<const char*> values;
-  values.reserve(params.values().size());
-  for (const auto& value : params.values()) values.push_back(value ? value->c_str() : nullptr);
+  const auto values = params.pointers();
   if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(),
                           nullptr, nullptr, 0) != 1) {
     throw Failure(ErrorCode::STORE_UNAVAILABLE, "statement: could not send", "", "");
@@ -254,19 +259,13 @@ void Connection::send_prepared(const std::string& sql, const Params& params) {
   sent_.emplace_back();
 }
 
-void Connection::send(const std::string& sql, const Params& params) {
-  send_prepared(sql, params);
-}
-
 Rows Connection::run(const std::string& sql, const Params& params) {
   if (!sent_.empty()) {
-    send_prepared(sql, params);
+    send(sql, params);
     return answers("statement");
   }
   const auto& name = prepared(sql, false);
-  std::vector<const char*> values;
-  values.reserve(params.values().size());
-  for (const auto& value : params.values()) values.push_back(value ? value->c_str() : nullptr);
+  const auto values = params.pointers();
   return checked(PQexecPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(),
                                 nullptr, nullptr, 0),
                  "statement");

@@ -53,6 +53,8 @@ class Params {
   Params& null();
 
   const std::vector<std::optional<std::string>>& values() const { return values_; }
+  // The values as libpq takes them (nullptr for NULL), valid while this object is.
+  std::vector<const char*> pointers() const;
 
  private:
   std::vector<std::optional<std::string>> values_;
@@ -135,7 +137,6 @@ class Connection {
   // The name `sql` is prepared under on this connection, prepared first when it is new (sent
   // ahead of it in pipeline mode).
   const std::string& prepared(const std::string& sql, bool pipelined);
-  void send_prepared(const std::string& sql, const Params& params);
   // Ends the pipeline: reads every answer sent, then returns the last one's rows or throws the
   // first failure.
   Rows answers(std::string_view what);

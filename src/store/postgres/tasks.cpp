@@ -240,14 +240,12 @@ pg::Rows PgTransaction::settled_page(const std::string& page_sql, std::string_vi
   };
   auto rows = page_upto(std::numeric_limits<std::int64_t>::max());
   if (rows.empty()) return rows;
-  const auto snapshot = rows.text(0, rows.columns() - 1);
-  if (snapshot.ends_with(':')) return rows;  // "xmin:xmax:" — nothing was in flight
-  const auto upto = rows.integer(rows.size() - 1, id_index);
-  wait_out(snapshot);
-  return page_upto(upto);
+  if (!wait_out(rows.text(0, rows.columns() - 1))) return rows;
+  return page_upto(rows.integer(rows.size() - 1, id_index));
 }
 
-void PgTransaction::wait_out(const std::string& snapshot) {
+bool PgTransaction::wait_out(const std::string& snapshot) {
+  if (snapshot.ends_with(':')) return false;  // "xmin:xmax:": nothing was in flight
   const auto deadline = std::chrono::steady_clock::now() + pg::kSettleWait;
   auto pause = std::chrono::microseconds(100);
   // Only transactions of this database's sessions can write its rows: a long one in another
@@ -268,6 +266,7 @@ void PgTransaction::wait_out(const std::string& snapshot) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(5000));
   }
+  return true;
 }
 
 std::vector<std::string> PgTransaction::prune_terminal_tasks(const std::string& before,
@@ -286,8 +285,7 @@ std::int64_t PgTransaction::last_event_id() {
   // A reader starts after this id, so no row may still appear under it.
   const auto rows =
       db_.run(std::string("SELECT (") + kLastEventId + "), pg_current_snapshot()::text");
-  const auto snapshot = rows.text(0, 1);
-  if (!snapshot.ends_with(':')) wait_out(snapshot);
+  wait_out(rows.text(0, 1));
   return rows.integer(0, 0);
 }
 

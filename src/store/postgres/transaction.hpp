@@ -115,8 +115,9 @@ class PgTransaction final : public Transaction {
   // that no transaction in flight can still commit a row under; see tasks.cpp.
   pg::Rows settled_page(const std::string& page_sql, std::string_view id_column, int id_index,
                         const pg::Params& params);
-  // Waits until the transactions in flight under `snapshot` (pg_current_snapshot()) have ended.
-  void wait_out(const std::string& snapshot);
+  // Waits until the transactions of this database in flight under `snapshot`
+  // (pg_current_snapshot()) have ended; false when the snapshot had none in flight at all.
+  bool wait_out(const std::string& snapshot);
 
   pg::Connection& db_;
   bool writing_;  // a write transaction: the claim path locks the rows it visits
