@@ -623,6 +623,29 @@ TEST_P(StoreConformance, ConcurrentRebindsOfOneTaskApplyOnce) {
   EXPECT_EQ(load("task-a")->revision, 5);
 }
 
+TEST_P(StoreConformance, AReadSeesOneSnapshotWhileAWriteCommits) {
+  // Given a read that found no receipt and a rebind (its receipt with it) committing before the
+  // read goes on, we should go on seeing the task as it was: a reader that saw the new revision
+  // without its receipt would refuse an identical request as a conflict instead of replaying it.
+  insert(queued_task("task-a"));
+  std::optional<store::RebindReceipt> before;
+  std::optional<store::TaskRow> task;
+  store_->read([&](store::Transaction& tx) {
+    before = tx.rebind_receipt("task-a", "key-00000000");
+    std::thread([&] {
+      store_->write([&](store::Transaction& writer) {
+        ASSERT_TRUE(writer.apply_rebind(rebind_of("task-a")));
+        writer.insert_rebind_receipt(receipt_for("task-a", "key-00000000"));
+      });
+    }).join();
+    task = tx.load_task("task-a");
+  });
+  EXPECT_FALSE(before.has_value());
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->revision, 4);
+  EXPECT_EQ(load("task-a")->revision, 5) << "the write committed";
+}
+
 store::ClaimRecord claim_for(int n, double now, double expires_at) {
   const std::string id = std::to_string(n);
   return {.claim_id = "claim-" + id,

@@ -34,9 +34,6 @@ constexpr int kMaxInsertRaces = 3;
 // knows to wait for it (PgTransaction::settled_page).
 constexpr const char* kBeginWrite = "BEGIN ISOLATION LEVEL READ COMMITTED";
 constexpr const char* kTakeTransactionId = "SELECT pg_current_xact_id()";
-// Reads see each statement's snapshot: a cursor page is read again once the writers in flight
-// under its first reading have ended.
-constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY";
 // The database clock is read again when its last reading is older than this.
 constexpr auto kClockReadEvery = std::chrono::seconds(5);
 // Between two NOTIFYs: another process's waiter hears of a change at most this late, and a
@@ -139,7 +136,7 @@ class PostgresStore final : public Store {
       Lease lease(*this);
       auto& db = lease.connection();
       try {
-        db.send(kBeginRead);
+        db.send(PgTransaction::kBeginRead);
         PgTransaction tx(db, false);
         body(tx);
         // A read-only transaction has nothing to commit; ending it so also tells it apart, on

@@ -250,21 +250,31 @@ bool PgTransaction::wait_out(const std::string& snapshot) {
   auto pause = std::chrono::microseconds(100);
   // Only transactions of this database's sessions can write its rows: a long one in another
   // database of a shared server holds nothing back. A transaction holds a lock on its own id
-  // while it runs (pg_locks, read live; its session's database does not change).
-  while (db_.run("SELECT count(*) FROM pg_snapshot_xip($1::pg_snapshot) x WHERE "
-                 "x IS DISTINCT FROM pg_current_xact_id_if_assigned() AND "
-                 "pg_xact_status(x)='in progress' AND EXISTS (SELECT 1 FROM pg_locks l "
-                 "JOIN pg_stat_activity a ON a.pid=l.pid WHERE l.locktype='transactionid' AND "
-                 "a.datname=current_database() AND "
-                 "l.transactionid::text=(x::text::numeric % 4294967296)::text)",
-                 pg::Params().text(snapshot))
-             .integer(0, 0) > 0) {
+  // while it runs (pg_locks, read live; its session's database does not change, but
+  // pg_stat_activity is read once a transaction unless its copy is cleared).
+  const auto in_flight = [&] {
+    db_.send("SELECT pg_stat_clear_snapshot()");
+    return db_.run(
+                  "SELECT count(*) FROM pg_snapshot_xip($1::pg_snapshot) x WHERE "
+                  "x IS DISTINCT FROM pg_current_xact_id_if_assigned() AND "
+                  "pg_xact_status(x)='in progress' AND EXISTS (SELECT 1 FROM pg_locks l "
+                  "JOIN pg_stat_activity a ON a.pid=l.pid WHERE l.locktype='transactionid' AND "
+                  "a.datname=current_database() AND "
+                  "l.transactionid::text=(x::text::numeric % 4294967296)::text)",
+                  pg::Params().text(snapshot))
+               .integer(0, 0) > 0;
+  };
+  while (in_flight()) {
     if (std::chrono::steady_clock::now() > deadline) {
       throw Error(ErrorCode::STORE_BUSY,
                   "a transaction open since the cursor's page was read holds the page back");
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  if (!writing_) {
+    db_.send("ROLLBACK");
+    db_.send(kBeginRead);
   }
   return true;
 }

@@ -16,6 +16,11 @@ namespace aios::store {
 
 class PgTransaction final : public Transaction {
  public:
+  // A read sees one snapshot, as a read of the SQLite backend does: a body that reads a receipt
+  // and then the task it belongs to never sees the one without the other. Only a cursor page
+  // whose snapshot had writers in flight moves the read on to a new one (settled_page).
+  static constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
   PgTransaction(pg::Connection& db, bool writing) : db_(db), writing_(writing) {}
 
   // The connection the transaction runs on, for the store's own statements (savepoints, DDL).
@@ -116,7 +121,8 @@ class PgTransaction final : public Transaction {
   pg::Rows settled_page(const std::string& page_sql, std::string_view id_column, int id_index,
                         const pg::Params& params);
   // Waits until the transactions of this database in flight under `snapshot`
-  // (pg_current_snapshot()) have ended; false when the snapshot had none in flight at all.
+  // (pg_current_snapshot()) have ended; false when the snapshot had none in flight at all. A
+  // read then goes on in a new snapshot, which sees what they committed.
   bool wait_out(const std::string& snapshot);
 
   pg::Connection& db_;
