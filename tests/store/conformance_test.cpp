@@ -695,6 +695,35 @@ TEST_P(StoreConformance, ConcurrentClaimsOfOneTaskGrantOne) {
   EXPECT_EQ(row->revision, 5);
 }
 
+TEST_P(StoreConformance, EveryConcurrentDispatchCountsTowardItsScopesTurn) {
+  // Given a task queued in scope a before one in scope b, and eight claims in scope a committing
+  // at once, we should count all eight and offer b's task first: a has been served more.
+  auto a = queued_task("task-a");
+  a.scope_key = "project:tenant/a";
+  auto b = queued_task("task-b");
+  b.scope_key = "project:tenant/b";
+  insert(a);
+  insert(b);
+  constexpr int kWriters = 8;
+  race(kWriters, [&](int i) {
+    auto claim = claim_for(100 + i, 100, 200);
+    claim.scope_key = a.scope_key;
+    claim.worker_id = "worker-" + std::to_string(i);
+    store_->write([&](store::Transaction& tx) { tx.insert_claim(claim); });
+  });
+  std::vector<std::pair<std::string, std::int64_t>> counts;
+  std::vector<std::string> order;
+  store_->read([&](store::Transaction& tx) {
+    counts = tx.scope_dispatch_counts();
+    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+      order.push_back(row.task_id);
+      return true;
+    });
+  });
+  EXPECT_EQ(counts, (std::vector<std::pair<std::string, std::int64_t>>{{a.scope_key, kWriters}}));
+  EXPECT_EQ(order, (std::vector<std::string>{"task-b", "task-a"}));
+}
+
 TEST_P(StoreConformance, AHeartbeatAndASweepOfOneLeaseCommitOne) {
   // Given a heartbeat and a sweep that read the same claimed task and then write at once, both
   // expecting its current generation, exactly one should commit; whichever it is, the task is

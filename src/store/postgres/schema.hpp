@@ -270,13 +270,29 @@ SELECT setval('task_queue_seq', GREATEST(q.last_seq, t.max_seq, 1), GREATEST(q.l
 DROP TABLE task_queue_sequence;
 )sql";
 
+// A scope's dispatches are counted in shards, one a server session picks by its pid: every
+// claim of a scope added one to the scope's row, and that row's lock, held to the commit, made
+// concurrent claims of one scope wait for each other's fsync. A scope's count is its row in
+// fleet_scope_state (what `aios-store migrate` brought from SQLite, whose table it twins) plus
+// its shards.
+inline constexpr std::string_view kScopeDispatchShards12 = R"sql(
+CREATE TABLE fleet_scope_dispatches(
+  scope_key TEXT COLLATE "C" NOT NULL,
+  shard INTEGER NOT NULL,
+  dispatch_count BIGINT NOT NULL,
+  last_dispatch_at DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY(scope_key, shard)
+);
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 6> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 7> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                           {7, {kAgentCertificates7}},
                                                           {8, {kTasksBySeq8}},
                                                           {9, {kQuarantineByUntil9}},
                                                           {10, {kExecutionColumns10}},
-                                                          {11, {kQueueSequence11}}}};
+                                                          {11, {kQueueSequence11}},
+                                                          {12, {kScopeDispatchShards12}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

@@ -302,6 +302,9 @@ END;
     // PostgreSQL numbers its queue from a sequence from here on; SQLite's one writer keeps its
     // counter row, so nothing changes here but the version both backends share.
     {11, "SELECT 1;"},
+    // PostgreSQL counts a scope's dispatches in shards from here on; SQLite's one writer keeps
+    // one row a scope.
+    {12, "SELECT 1;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);
