@@ -515,7 +515,10 @@ class Store {
   // run, nothing commits and the error propagates. Both may be re-run as write's body may.
   std::exception_ptr write_then(const std::function<void(Transaction&)>& body,
                                 const std::function<void(Transaction&)>& then);
-  // Runs `body` against one consistent snapshot.
+  // Runs `body` against one consistent snapshot. A cursor read (events_after,
+  // tasks_with_status, task_events, last_event_id) on a backend whose ids commit out of order
+  // may first wait for the writers in flight and move the body on to a later snapshot, so a
+  // page never skips a row that commits late.
   virtual void read(const std::function<void(Transaction&)>& body) = 0;
 
   // The store's clock: every time a transition records and every lease is judged by it, so
@@ -557,9 +560,10 @@ struct PostgresOptions {
   bool database_clock = true;
 };
 
-// The PostgreSQL task store. Transactions run at READ COMMITTED under row locks, a write re-run
-// after a deadlock or a lost insert race (STORE_BUSY when it keeps losing); STORE_UNAVAILABLE
-// when the server cannot be reached, STORE_DURABILITY_UNAVAILABLE when it runs with fsync off.
+// The PostgreSQL task store. Writes run at READ COMMITTED under row locks, re-run after a
+// deadlock or a lost insert race (STORE_BUSY when they keep losing); reads at REPEATABLE READ.
+// STORE_UNAVAILABLE when the server cannot be reached, STORE_DURABILITY_UNAVAILABLE when it runs
+// with fsync off.
 std::unique_ptr<Store> open_postgres_store(PostgresOptions options, const Clock& clock);
 
 // Where a daemon's --db points: a path or sqlite:///path for SQLite, postgresql://… or

@@ -198,7 +198,7 @@ TEST_F(PostgresStore, AWriterOfTheMetadataAloneMovesTheExecutionColumns) {
   db.exec(
       "DROP SEQUENCE task_queue_seq; CREATE TABLE task_queue_sequence(id BIGINT PRIMARY KEY "
       "CHECK (id = 1), last_seq BIGINT NOT NULL); INSERT INTO task_queue_sequence VALUES (1, 41)");
-  db.exec("DROP TABLE fleet_scope_dispatches");
+  db.exec("DROP TABLE fleet_scope_dispatches CASCADE");
   db.exec("DELETE FROM schema_migrations WHERE version>=10");
   const auto upgraded = store::open_store({.url = url}, clock_);
   EXPECT_EQ(upgraded->schema_version(), store::kSchemaVersion);

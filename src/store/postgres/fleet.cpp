@@ -287,10 +287,8 @@ std::set<std::string> PgTransaction::tasks_failed_in_domain(const std::string& d
 }
 
 std::vector<std::pair<std::string, std::int64_t>> PgTransaction::scope_dispatch_counts() {
-  const auto rows = db_.run(
-      "SELECT scope_key, SUM(dispatch_count)::bigint FROM (SELECT scope_key, "
-      "dispatch_count FROM fleet_scope_state UNION ALL SELECT scope_key, dispatch_count "
-      "FROM fleet_scope_dispatches) counted GROUP BY scope_key ORDER BY scope_key");
+  const auto rows =
+      db_.run("SELECT scope_key, dispatch_count FROM fleet_scope_counts ORDER BY scope_key");
   std::vector<std::pair<std::string, std::int64_t>> counts;
   for (int at = 0; at < rows.size(); ++at)
     counts.emplace_back(rows.text(at, 0), rows.integer(at, 1));

@@ -272,9 +272,10 @@ DROP TABLE task_queue_sequence;
 
 // A scope's dispatches are counted in shards, one a server session picks by its pid: every
 // claim of a scope added one to the scope's row, and that row's lock, held to the commit, made
-// concurrent claims of one scope wait for each other's fsync. A scope's count is its row in
-// fleet_scope_state (what `aios-store migrate` brought from SQLite, whose table it twins) plus
-// its shards.
+// concurrent claims of one scope wait for each other's fsync. A scope's count
+// (fleet_scope_counts, which every reader uses) is its row in fleet_scope_state (what
+// `aios-store migrate` brought from SQLite, whose table it twins) plus its shards; a reader that
+// asks for one scope reaches both through their keys.
 inline constexpr std::string_view kScopeDispatchShards12 = R"sql(
 CREATE TABLE fleet_scope_dispatches(
   scope_key TEXT COLLATE "C" NOT NULL,
@@ -283,6 +284,11 @@ CREATE TABLE fleet_scope_dispatches(
   last_dispatch_at DOUBLE PRECISION NOT NULL,
   PRIMARY KEY(scope_key, shard)
 );
+CREATE VIEW fleet_scope_counts AS
+  SELECT scope_key, SUM(dispatch_count)::bigint AS dispatch_count FROM (
+    SELECT scope_key, dispatch_count FROM fleet_scope_state
+    UNION ALL SELECT scope_key, dispatch_count FROM fleet_scope_dispatches) counted
+  GROUP BY scope_key;
 )sql";
 
 // Each migration is one or more texts run in order, in one transaction with its version row.

@@ -67,9 +67,8 @@ std::vector<TaskRow> task_rows(const Rows& rows) {
 constexpr std::int64_t kGroupPage = 16;
 constexpr std::int64_t kClaimGroupPage = 4;
 
-// The queue's groups (priority, scope, weight) with each scope's dispatches (its row and its
-// shards, schema.hpp's migration 12), in one statement: a loose index scan of
-// tasks_by_status_scope, each step one seek past the group before.
+// The queue's groups (priority, scope, weight) with each scope's dispatches, in one statement:
+// a loose index scan of tasks_by_status_scope, each step one seek past the group before.
 constexpr const char* kQueuedGroups =
     "WITH RECURSIVE g(priority, scope_key, scope_weight) AS ("
     " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' "
@@ -79,10 +78,8 @@ constexpr const char* kQueuedGroups =
     " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' AND "
     "  (priority, scope_key, scope_weight) > (g.priority, g.scope_key, g.scope_weight) "
     "  ORDER BY priority, scope_key, scope_weight LIMIT 1) n) "
-    "SELECT g.priority, g.scope_key, g.scope_weight, "
-    " COALESCE((SELECT dispatch_count FROM fleet_scope_state s WHERE s.scope_key=g.scope_key), 0)"
-    " + COALESCE((SELECT SUM(dispatch_count) FROM fleet_scope_dispatches d"
-    "   WHERE d.scope_key=g.scope_key), 0)::bigint FROM g";
+    "SELECT g.priority, g.scope_key, g.scope_weight, COALESCE((SELECT c.dispatch_count FROM "
+    "fleet_scope_counts c WHERE c.scope_key=g.scope_key), 0) FROM g";
 
 // The column of seq in kTaskColumns.
 constexpr int kSeqColumn = 25;
