@@ -94,7 +94,7 @@ def node_binary():
 class Postgres:
     """A private PostgreSQL 15 cluster, fsync on, run as the postgres user (it refuses root)."""
 
-    def __init__(self, state):
+    def __init__(self, state, statements=False):
         self.dir = state / "pg"
         self.port = free_port()
         self.bin = Path("/usr/lib/postgresql/15/bin")
@@ -108,7 +108,8 @@ class Postgres:
         self.proc = subprocess.Popen(self.as_postgres + [
             str(self.bin / "postgres"), "-D", str(self.dir / "data"), "-p", str(self.port),
             "-k", str(self.dir), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on",
-            "-c", "synchronous_commit=on", "-c", "max_connections=100"],
+            "-c", "synchronous_commit=on", "-c", "max_connections=100",
+            *(["-c", "shared_preload_libraries=pg_stat_statements"] if statements else [])],
             stdout=subprocess.DEVNULL, stderr=open(state / "postgres.log", "wb"))
         wait_port(self.port, "postgres")
         time.sleep(0.3)
@@ -121,6 +122,34 @@ class Postgres:
     def create(self, database):
         subprocess.run(["psql", "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
                         "-c", f"CREATE DATABASE {database}"], check=True, stdout=subprocess.DEVNULL)
+
+    def wal(self):
+        """The server's WAL so far: records, full-page images, bytes."""
+        out = subprocess.run(["psql", "-qAt", "-F", " ", "-h", "127.0.0.1", "-p", str(self.port),
+                              "-U", "postgres", "-c",
+                              "SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal"],
+                             check=True, capture_output=True, text=True).stdout.split()
+        return [int(value) for value in out]
+
+    def statements(self, database, jobs, top=40):
+        """The statements run in `database`, most server time first, per job: what a profile of
+        ours on PostgreSQL reads (pg_stat_statements, which the server was started with)."""
+        def psql(sql, target=database):
+            return subprocess.run(["psql", "-qAt", "-F", "\t", "-h", "127.0.0.1", "-p",
+                                   str(self.port), "-U", "postgres", "-d", target, "-c", sql],
+                                  check=True, capture_output=True, text=True).stdout
+        psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        rows = psql(f"""SELECT s.calls, s.total_exec_time,
+                               regexp_replace(s.query, '\\s+', ' ', 'g') FROM pg_stat_statements s
+                        JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '{database}'
+                        ORDER BY s.total_exec_time DESC LIMIT {top}""")
+        listed = []
+        for line in rows.splitlines():
+            calls, total_ms, query = line.split("\t", 2)
+            listed.append({"calls_per_job": round(int(calls) / jobs, 2),
+                           "us_per_call": round(1000 * float(total_ms) / int(calls), 1),
+                           "query": query[:400]})
+        return listed
 
     def stop(self):
         subprocess.run(self.as_postgres + [str(self.bin / "pg_ctl"), "stop", "-D",
@@ -154,6 +183,15 @@ def run_client(node, peers_home, options):
     if done.returncode != 0:
         raise RuntimeError(f"{options['system']}: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def with_wal(pg, measure):
+    """`measure()`'s figures with the WAL the server wrote meanwhile (records, full-page
+    images, bytes): one system runs at a time."""
+    before = pg.wal()
+    measured = measure()
+    measured["wal"] = [after - start for after, start in zip(pg.wal(), before)]
+    return measured
 
 
 def cpu_seconds(pid):
@@ -306,6 +344,11 @@ def summary(runs, jobs):
         # Ours only: 503 answers over every run (the client retries each); the goal is none.
         **({"busy_answers": sum(r["busy_answers"] for r in runs)}
            if all("busy_answers" in r for r in runs) else {}),
+        **({"wal_records_per_job": statistics.median(r["wal"][0] / jobs for r in runs),
+            "wal_full_page_images_per_job": statistics.median(r["wal"][1] / jobs for r in runs),
+            "wal_bytes_per_job": statistics.median(r["wal"][2] / jobs for r in runs)}
+           if all("wal" in r for r in runs) else {}),
+        **({"statements": runs[0]["statements"]} if "statements" in runs[0] else {}),
     }
 
 
@@ -331,9 +374,10 @@ def run_ours(args, suite, state, node, peers_home, common, run, pg=None, system=
                                  "dwarf,16384", "-o", str(state / "ours.perf"),
                                  "-p", str(scheduler.pid)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-    measured = run_client(node, peers_home, {
-        **common, "system": system, "port": ready["port"], "control": control,
-        "prefix": f"r{run}", "server_pid": [scheduler.pid, pg.pid] if pg else scheduler.pid})
+    client = {**common, "system": system, "port": ready["port"], "control": control,
+              "prefix": f"r{run}", "server_pid": [scheduler.pid, pg.pid] if pg else scheduler.pid}
+    measured = (with_wal(pg, lambda: run_client(node, peers_home, client)) if pg
+                else run_client(node, peers_home, client))
     if pg:
         # Serialisation conflicts lost (and re-run) over the whole run, enqueue and lifecycle.
         request = urllib.request.Request(f"http://127.0.0.1:{ready['port']}/metrics")
@@ -342,6 +386,8 @@ def run_ours(args, suite, state, node, peers_home, common, run, pg=None, system=
             found = re.search(r"^aios_store_conflicts_total (\d+)$", response.read().decode(),
                               re.MULTILINE)
         measured["store_conflicts"] = int(found.group(1))
+        if args.pg_statements and run == 0:
+            measured["statements"] = pg.statements(f"ourspg{run}", common["jobs"])
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(timeout=60)
@@ -360,6 +406,9 @@ def main():
     parser.add_argument("--profile", nargs="?", const="ours", choices=["ours", "ours-batch"],
                         help="record the scheduler with perf over the first run of ours (or of "
                              "ours-batch) and report where its CPU goes")
+    parser.add_argument("--pg-statements", action="store_true",
+                        help="start PostgreSQL with pg_stat_statements and report the statements "
+                             "of ours' first run on it, per job, most server time first")
     parser.add_argument("--systems",
                         default="ours,ours-batch,ours-pg,graphile,graphile-batch,pgboss,bullmq",
                         help="which systems to run, comma-separated (default: all seven; the "
@@ -390,7 +439,7 @@ def main():
     fleet = profile = None
     try:
         if {"graphile", "graphile-batch", "pgboss", "ours-pg"} & set(systems):
-            pg = Postgres(state)
+            pg = Postgres(state, statements=args.pg_statements)
         if "bullmq" in systems:
             redis = Redis(state)
         control = os.urandom(20).hex()
@@ -426,9 +475,10 @@ def main():
                     continue
                 database = f"{system.replace('-', '')}{run}"
                 pg.create(database)
-                per_system[key(system)].append(run_client(node, peers_home, {
-                    **common, "system": system, "pg": pg.url(database), "prefix": f"r{run}",
-                    "server_pid": pg.pid}))
+                client = {**common, "system": system, "pg": pg.url(database),
+                          "prefix": f"r{run}", "server_pid": pg.pid}
+                per_system[key(system)].append(
+                    with_wal(pg, lambda: run_client(node, peers_home, client)))
             if "bullmq" in systems:
                 per_system[key("bullmq")].append(run_client(node, peers_home, {
                     **common, "system": "bullmq", "redis_port": redis.port, "prefix": f"r{run}",
