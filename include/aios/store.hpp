@@ -26,7 +26,7 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 // A task in one of these has ended: no claim, result or verification changes it again.
 inline bool is_terminal_status(std::string_view status) {
@@ -359,6 +359,10 @@ class Transaction {
   virtual std::string integrity() = 0;
   // True when a BRIDGE_ENVELOPE_RESOLVED event with exactly this identity exists.
   virtual bool resolution_recorded(const Resolution& resolution) = 0;
+  // Appends the BRIDGE_ENVELOPE_RESOLVED event of `resolution` (`payload`, which carries its
+  // identity) unless resolution_recorded: one statement, whose answer nobody waits for.
+  virtual void record_resolution(const Resolution& resolution, const nlohmann::json& payload,
+                                 const std::string& created_at) = 0;
   // True when the task has an event of `event_type` whose payload is exactly `payload` (as
   // append_event stores it, canonical): an event a transition writes once.
   virtual bool event_recorded(const std::string& task_id, const std::string& event_type,

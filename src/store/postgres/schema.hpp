@@ -291,14 +291,26 @@ CREATE VIEW fleet_scope_counts AS
   GROUP BY scope_key;
 )sql";
 
+// The queue's and the leases' indexes hold the rows their readers seek, the queued and the
+// claimed tasks (every such reader names its status as a literal): a transition changes a task's
+// status, so each update wrote a new entry into both for every task, queued or not.
+inline constexpr std::string_view kPartialTaskIndexes13 = R"sql(
+DROP INDEX tasks_by_status_scope;
+CREATE INDEX tasks_by_status_scope ON tasks(priority, scope_key, scope_weight, seq)
+  WHERE status='QUEUED';
+DROP INDEX tasks_by_lease;
+CREATE INDEX tasks_by_lease ON tasks(lease_expires_at) WHERE status='CLAIMED';
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 7> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 8> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                           {7, {kAgentCertificates7}},
                                                           {8, {kTasksBySeq8}},
                                                           {9, {kQuarantineByUntil9}},
                                                           {10, {kExecutionColumns10}},
                                                           {11, {kQueueSequence11}},
-                                                          {12, {kScopeDispatchShards12}}}};
+                                                          {12, {kScopeDispatchShards12}},
+                                                          {13, {kPartialTaskIndexes13}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

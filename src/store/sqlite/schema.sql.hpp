@@ -305,6 +305,9 @@ END;
     // PostgreSQL counts a scope's dispatches in shards from here on; SQLite's one writer keeps
     // one row a scope.
     {12, "SELECT 1;"},
+    // PostgreSQL's queue and lease indexes hold only the queued and the claimed tasks from here
+    // on; SQLite's are unchanged.
+    {13, "SELECT 1;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);
