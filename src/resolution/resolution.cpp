@@ -125,15 +125,14 @@ void Resolver::record(store::Transaction& tx, const store::Resolution& resolutio
                       const Resolved& resolved, const std::string& now_iso) {
   // Once per task, attempt, worker and digest: a worker that resolves on every poll writes
   // nothing new, and the audit still shows each worker and attempt that saw the envelope.
-  if (tx.resolution_recorded(resolution)) return;
-  tx.append_event(resolution.task_id, "BRIDGE_ENVELOPE_RESOLVED", resolution.actor,
-                  {{"execution_digest", resolution.execution_digest},
-                   {"action", resolved.envelope["action"]},
-                   {"source", resolved.source},
-                   {"attempt", resolution.attempt},
-                   {"worker_id", resolution.worker_id ? nlohmann::json(*resolution.worker_id)
-                                                      : nlohmann::json(nullptr)}},
-                  now_iso);
+  tx.record_resolution(resolution,
+                       {{"execution_digest", resolution.execution_digest},
+                        {"action", resolved.envelope["action"]},
+                        {"source", resolved.source},
+                        {"attempt", resolution.attempt},
+                        {"worker_id", resolution.worker_id ? nlohmann::json(*resolution.worker_id)
+                                                           : nlohmann::json(nullptr)}},
+                       now_iso);
 }
 
 }  // namespace aios::resolution

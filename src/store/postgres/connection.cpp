@@ -205,6 +205,7 @@ void Connection::close() noexcept {
   if (conn_ != nullptr) PQfinish(conn_);
   conn_ = nullptr;
   sent_.clear();
+  kept_.clear();
 }
 
 bool Connection::healthy() const {
@@ -238,7 +239,7 @@ const std::string& Connection::prepared(const std::string& sql, bool pipelined) 
     if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) != 1) {
       throw Failure(ErrorCode::STORE_UNAVAILABLE, "prepare: could not send", "", "");
     }
-    sent_.push_back(sql);
+    sent_.push_back({.prepare = sql});
   } else {
     checked(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare");
   }
@@ -259,6 +260,11 @@ void Connection::send(const std::string& sql, const Params& params) {
   sent_.emplace_back();
 }
 
+void Connection::send_kept(const std::string& sql, const Params& params) {
+  send(sql, params);
+  sent_.back().keep = true;
+}
+
 Rows Connection::run(const std::string& sql, const Params& params) {
   if (!sent_.empty()) {
     send(sql, params);
@@ -274,6 +280,7 @@ Rows Connection::run(const std::string& sql, const Params& params) {
 Rows Connection::answers(std::string_view what) {
   const auto sent = std::exchange(sent_, {});
   last_skipped_ = false;
+  kept_.clear();
   if (PQpipelineSync(conn_) != 1) {
     return checked(nullptr, what);  // the connection is gone: STORE_UNAVAILABLE
   }
@@ -285,8 +292,8 @@ Rows Connection::answers(std::string_view what) {
     // Each answer ends with a null result.
     while (PGresult* more = PQgetResult(conn_)) PQclear(more);
     // A prepare that failed or was skipped with the rest of the pipeline is made again on use.
-    if (!sent[at].empty() && PQresultStatus(result) != PGRES_COMMAND_OK) {
-      prepared_.erase(sent[at]);
+    if (!sent[at].prepare.empty() && PQresultStatus(result) != PGRES_COMMAND_OK) {
+      prepared_.erase(sent[at].prepare);
     }
     if (failed == nullptr && PQresultStatus(result) == PGRES_FATAL_ERROR) {
       failed = result;
@@ -295,6 +302,8 @@ Rows Connection::answers(std::string_view what) {
       last_skipped_ = at + 1 < sent.size() && !field(result, PG_DIAG_SQLSTATE).empty();
     } else if (at + 1 == sent.size() && failed == nullptr) {
       last = result;
+    } else if (sent[at].keep && failed == nullptr && PQresultStatus(result) == PGRES_TUPLES_OK) {
+      kept_.emplace_back(result);
     } else {
       PQclear(result);
     }
@@ -307,6 +316,7 @@ Rows Connection::answers(std::string_view what) {
   }
   PQexitPipelineMode(conn_);
   if (failed != nullptr) {
+    kept_.clear();
     if (last != nullptr) PQclear(last);
     return checked(failed, what);
   }

@@ -113,6 +113,12 @@ class Connection {
   // in the round trip of the next run() or exec(), which throws its failure (and skips its own
   // statement, as the server does after a failed one).
   void send(const std::string& sql, const Params& params = {});
+  // send(), with the statement's rows kept from the round trip that reads its answer: a read a
+  // body will ask for next, fetched in the round trip of the one it asks for first.
+  void send_kept(const std::string& sql, const Params& params = {});
+  // The rows of the statements sent with send_kept(), in order, from the last round trip (none
+  // when it failed).
+  std::vector<Rows> take_kept() { return std::exchange(kept_, {}); }
   // Reads the answers of what was sent and forgets them, failures too: a rollback follows.
   void discard_sent() noexcept;
   // True when the last statement waited for was never run: the server failed one sent before
@@ -145,8 +151,13 @@ class Connection {
   std::unordered_map<std::string, std::string> prepared_;  // SQL text -> statement name
   std::uint64_t statements_ = 0;                           // names given, never one twice
   // What was sent and is unanswered, in order: the SQL a prepare was sent for (so a failed one
-  // is prepared again), empty for a statement.
-  std::vector<std::string> sent_;
+  // is prepared again), empty for a statement, and whether a statement's rows are kept.
+  struct Sent {
+    std::string prepare;
+    bool keep = false;
+  };
+  std::vector<Sent> sent_;
+  std::vector<Rows> kept_;
   bool last_skipped_ = false;
   bool conflicted_ = false;
 };

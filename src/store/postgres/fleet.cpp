@@ -117,6 +117,9 @@ std::vector<WorkerRecord> PgTransaction::load_workers(double now) {
 }
 
 std::optional<std::string> PgTransaction::worker_agent(const std::string& worker_id) {
+  if (fetched_ && !worker_id.empty() && fetched_->claimant == worker_id) {
+    return fetched_->claimant_agent;
+  }
   const auto rows =
       db_.run("SELECT agent_id FROM workers WHERE worker_id=$1", pg::Params().text(worker_id));
   if (rows.empty()) return std::nullopt;
@@ -130,6 +133,7 @@ std::vector<std::string> PgTransaction::workers_of_agent(const std::string& agen
 }
 
 void PgTransaction::register_worker(const WorkerRegistration& registration) {
+  fetched_.reset();
   db_.run(
       "INSERT INTO workers(worker_id,agent_id,capabilities_json,allowed_adapters_json,"
       "labels_json,tenants_json,registered_at,last_seen_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8) "
@@ -342,11 +346,14 @@ std::vector<ClaimWindow> PgTransaction::claim_windows(double now) {
 
 std::optional<ResultRecord> PgTransaction::load_result(const std::string& task_id,
                                                        const std::string& idempotency_key) {
-  lock_task(task_id);
+  // A result that is not a replay goes on to read the task and its claimant's agent: they come
+  // in this round trip.
+  const bool ahead = fetch_ahead(task_id);
   const auto rows = db_.run(
       "SELECT attempt, agent_id, request_sha256, response_json, created_at FROM results "
       "WHERE task_id=$1 AND idempotency_key=$2",
       pg::Params().text(task_id).text(idempotency_key));
+  if (ahead) keep_fetched(task_id);
   if (rows.empty()) return std::nullopt;
   return ResultRecord{task_id,         idempotency_key, rows.integer(0, 0), rows.text(0, 1),
                       rows.text(0, 2), rows.text(0, 3), rows.text(0, 4)};

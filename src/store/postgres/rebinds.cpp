@@ -78,6 +78,7 @@ std::optional<RebindReceipt> PgTransaction::rebind_receipt(const std::string& ta
 
 // The seed's full CAS predicate; the columns derived from the envelope follow the new one.
 bool PgTransaction::apply_rebind(const RebindUpdate& update) {
+  fetched_.reset();
   const auto events = pg::columns_of(db_, "task_events");
   for (const char* name : {"task_id", "event_type", "agent_id", "created_at"}) {
     if (!events.contains(name)) throw Error(ErrorCode::TASK_EVENT_TABLE_UNSUPPORTED);

@@ -101,6 +101,7 @@ std::vector<EventRecord> event_rows(const Rows& rows) {
 }  // namespace pg
 
 std::optional<TaskRow> PgTransaction::load_task(const std::string& task_id) {
+  if (fetched_ && fetched_->task_id == task_id) return fetched_->row;
   // A write reads the row locked: the fences it checks hold until it commits.
   const auto rows = db_.run(std::string("SELECT ") + pg::kTaskColumns +
                                 " FROM tasks WHERE task_id=$1" + (writing_ ? " FOR UPDATE" : ""),
@@ -117,7 +118,40 @@ void PgTransaction::lock_task(const std::string& task_id) {
   locked_tasks_.emplace(task_id, std::nullopt);
 }
 
+bool PgTransaction::fetch_ahead(const std::string& task_id) {
+  if (!writing_ || locked_tasks_.contains(task_id)) {
+    lock_task(task_id);
+    return false;
+  }
+  // The row is locked by the statement that reads it, as lock_task would lock it.
+  db_.send_kept(
+      std::string("SELECT ") + pg::kTaskColumns + " FROM tasks WHERE task_id=$1 FOR UPDATE",
+      pg::Params().text(task_id));
+  db_.send_kept(
+      "SELECT t.claimed_by, w.agent_id FROM tasks t LEFT JOIN workers w ON "
+      "w.worker_id=t.claimed_by WHERE t.task_id=$1",
+      pg::Params().text(task_id));
+  locked_tasks_.emplace(task_id, std::nullopt);
+  return true;
+}
+
+void PgTransaction::keep_fetched(const std::string& task_id) {
+  auto kept = db_.take_kept();
+  if (kept.size() != 2) return;
+  Fetched fetched{.task_id = task_id, .row = std::nullopt, .claimant = "", .claimant_agent = {}};
+  if (!kept[0].empty()) {
+    fetched.row = pg::task_row(kept[0], 0);
+    hold(*fetched.row);
+  }
+  if (!kept[1].empty()) {
+    fetched.claimant = kept[1].text(0, 0);
+    fetched.claimant_agent = kept[1].optional(0, 1);
+  }
+  fetched_ = std::move(fetched);
+}
+
 void PgTransaction::insert_task(const TaskRow& row) {
+  fetched_.reset();
   pg::Params params;
   params.text(row.task_id)
       .text(row.status)
@@ -155,6 +189,7 @@ void PgTransaction::insert_task(const TaskRow& row) {
 
 bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
                                 std::int64_t expected_lease_generation) {
+  fetched_.reset();
   pg::Params params;
   params.text(row.status)
       .integer(row.attempt)
@@ -423,22 +458,45 @@ std::vector<EventRecord> PgTransaction::task_events(const std::string& task_id, 
       pg::Params().text(task_id).integer(after).integer(static_cast<std::int64_t>(limit))));
 }
 
+namespace pg {
+namespace {
+
+// A resolution's event, its identity bound to $1..$5 as resolution_params binds it. The payload
+// is canonical JSON written by append_event; ->> reads a member as SQLite's json_extract does
+// (NULL for JSON null and for a missing member alike).
+constexpr const char* kResolutionEvent =
+    "SELECT 1 FROM task_events WHERE task_id=$1 AND "
+    "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=$2 AND "
+    "(payload_json::jsonb->>'attempt') IS NOT DISTINCT FROM $3 AND "
+    "(payload_json::jsonb->>'worker_id') IS NOT DISTINCT FROM $4 AND "
+    "(payload_json::jsonb->>'execution_digest')=$5";
+
+Params resolution_params(const Resolution& resolution) {
+  Params params;
+  params.text(resolution.task_id)
+      .text(resolution.actor)
+      .integer(resolution.attempt)
+      .optional(resolution.worker_id)
+      .text(resolution.execution_digest);
+  return params;
+}
+
+}  // namespace
+}  // namespace pg
+
 bool PgTransaction::resolution_recorded(const Resolution& resolution) {
-  // The payload is canonical JSON written by append_event; ->> reads a member as SQLite's
-  // json_extract does (NULL for JSON null and for a missing member alike).
-  return !db_.run(
-                 "SELECT 1 FROM task_events WHERE task_id=$1 AND "
-                 "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=$2 AND "
-                 "(payload_json::jsonb->>'attempt') IS NOT DISTINCT FROM $3 AND "
-                 "(payload_json::jsonb->>'worker_id') IS NOT DISTINCT FROM $4 AND "
-                 "(payload_json::jsonb->>'execution_digest')=$5 LIMIT 1",
-                 pg::Params()
-                     .text(resolution.task_id)
-                     .text(resolution.actor)
-                     .integer(resolution.attempt)
-                     .optional(resolution.worker_id)
-                     .text(resolution.execution_digest))
+  return !db_.run(std::string(pg::kResolutionEvent) + " LIMIT 1", pg::resolution_params(resolution))
               .empty();
+}
+
+void PgTransaction::record_resolution(const Resolution& resolution, const nlohmann::json& payload,
+                                      const std::string& created_at) {
+  auto params = pg::resolution_params(resolution);
+  db_.send(std::string("INSERT INTO task_events(task_id,event_type,agent_id,payload_json,"
+                       "created_at) SELECT $1,'BRIDGE_ENVELOPE_RESOLVED',$2,$6,$7 "
+                       "WHERE NOT EXISTS (") +
+               pg::kResolutionEvent + ")",
+           params.text(canonical_json(payload)).text(created_at));
 }
 
 bool PgTransaction::event_recorded(const std::string& task_id, const std::string& event_type,

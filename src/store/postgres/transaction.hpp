@@ -29,6 +29,7 @@ class PgTransaction final : public Transaction {
   void forget_locks() {
     locked_tasks_.clear();
     locked_workers_.clear();
+    fetched_.reset();
   }
 
   std::exception_ptr attempt(const std::function<void(Transaction&)>& step) override;
@@ -56,6 +57,8 @@ class PgTransaction final : public Transaction {
   std::vector<EventRecord> task_events(const std::string& task_id, std::int64_t after,
                                        std::size_t limit) override;
   bool resolution_recorded(const Resolution& resolution) override;
+  void record_resolution(const Resolution& resolution, const nlohmann::json& payload,
+                         const std::string& created_at) override;
   bool event_recorded(const std::string& task_id, const std::string& event_type,
                       const nlohmann::json& payload) override;
   bool agent_exists(const std::string& agent_id) override;
@@ -114,6 +117,11 @@ class PgTransaction final : public Transaction {
   // result receipts, its rebind receipts): a transition of the same task running at once waits
   // for this one and then sees what it wrote, as a serial order would have it.
   void lock_task(const std::string& task_id);
+  // lock_task for a result's receipt lookup: in a write that has not locked the task yet, the
+  // task's row (locked) and its claimant's agent are sent to be read in the lookup's round trip
+  // (true; keep_fetched then keeps them for load_task and worker_agent).
+  bool fetch_ahead(const std::string& task_id);
+  void keep_fetched(const std::string& task_id);
   // In a write transaction, a worker is locked before its slots are counted or taken.
   void lock_worker(const std::string& worker_id);
   // The rows of a cursor read (`page_sql`, ordered by its `id_column`, the `id_index`-th column)
@@ -140,6 +148,16 @@ class PgTransaction final : public Transaction {
     locked_tasks_[row.task_id] = Fences{row.revision, row.lease_generation};
   }
   std::set<std::string> locked_workers_;
+  // What a result's receipt lookup fetched in its round trip for the step that follows it (the
+  // task's row, locked; its claimant and the claimant's agent): load_task and worker_agent take
+  // it instead of a round trip each. Any write of a task row drops it.
+  struct Fetched {
+    std::string task_id;
+    std::optional<TaskRow> row;
+    std::string claimant;
+    std::optional<std::string> claimant_agent;
+  };
+  std::optional<Fetched> fetched_;
 };
 
 }  // namespace aios::store

@@ -264,23 +264,47 @@ std::vector<EventRecord> SqliteTransaction::task_events(const std::string& task_
   return event_rows(*query);
 }
 
-bool SqliteTransaction::resolution_recorded(const Resolution& resolution) {
-  Prepared query(db_,
-                 "SELECT 1 FROM task_events WHERE task_id=? AND "
-                 "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=? AND "
-                 "json_extract(payload_json,'$.attempt') IS ? AND "
-                 "json_extract(payload_json,'$.worker_id') IS ? AND "
-                 "json_extract(payload_json,'$.execution_digest')=?");
-  query->bind(1, resolution.task_id);
-  query->bind(2, resolution.actor);
-  query->bind(3, resolution.attempt);
+namespace {
+
+// A resolution's event, its identity bound to ?1..?5 by bind_resolution.
+constexpr const char* kResolutionEvent =
+    "SELECT 1 FROM task_events WHERE task_id=?1 AND "
+    "event_type='BRIDGE_ENVELOPE_RESOLVED' AND agent_id=?2 AND "
+    "json_extract(payload_json,'$.attempt') IS ?3 AND "
+    "json_extract(payload_json,'$.worker_id') IS ?4 AND "
+    "json_extract(payload_json,'$.execution_digest')=?5";
+
+void bind_resolution(SQLite::Statement& query, const Resolution& resolution) {
+  query.bind(1, resolution.task_id);
+  query.bind(2, resolution.actor);
+  query.bind(3, resolution.attempt);
   if (resolution.worker_id) {
-    query->bind(4, *resolution.worker_id);
+    query.bind(4, *resolution.worker_id);
   } else {
-    query->bind(4);
+    query.bind(4);
   }
-  query->bind(5, resolution.execution_digest);
+  query.bind(5, resolution.execution_digest);
+}
+
+}  // namespace
+
+bool SqliteTransaction::resolution_recorded(const Resolution& resolution) {
+  Prepared query(db_, kResolutionEvent);
+  bind_resolution(*query, resolution);
   return query->executeStep();
+}
+
+void SqliteTransaction::record_resolution(const Resolution& resolution,
+                                          const nlohmann::json& payload,
+                                          const std::string& created_at) {
+  Prepared insert(db_, std::string("INSERT INTO task_events(task_id,event_type,agent_id,"
+                                   "payload_json,created_at) SELECT ?1,"
+                                   "'BRIDGE_ENVELOPE_RESOLVED',?2,?6,?7 WHERE NOT EXISTS (") +
+                           kResolutionEvent + ")");
+  bind_resolution(*insert, resolution);
+  insert->bind(6, canonical_json(payload));
+  insert->bind(7, created_at);
+  insert->exec();
 }
 
 bool SqliteTransaction::event_recorded(const std::string& task_id, const std::string& event_type,

@@ -41,6 +41,8 @@ class SqliteTransaction final : public Transaction {
   std::vector<EventRecord> task_events(const std::string& task_id, std::int64_t after,
                                        std::size_t limit) override;
   bool resolution_recorded(const Resolution& resolution) override;
+  void record_resolution(const Resolution& resolution, const nlohmann::json& payload,
+                         const std::string& created_at) override;
   bool event_recorded(const std::string& task_id, const std::string& event_type,
                       const nlohmann::json& payload) override;
   bool agent_exists(const std::string& agent_id) override;
