@@ -26,7 +26,7 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 
 // A task in one of these has ended: no claim, result or verification changes it again.
 inline bool is_terminal_status(std::string_view status) {

@@ -388,6 +388,123 @@ TEST_P(StoreConformance, UpdateIsFencedByLeaseGeneration) {
   EXPECT_EQ(*load("task-a"), heartbeat);
 }
 
+TEST_P(StoreConformance, AWriteReadsTheTaskAsItsOwnUpdatesLeftIt) {
+  // Given a write that looks a result up (which may fetch the task and its claimant ahead), then
+  // updates the task twice, the second time with a new envelope, we should read each state the
+  // write left, and its claimant's agent as registered.
+  auto row = queued_task("task-a");
+  row.claimed_by = "worker-a";
+  insert(row);
+  store_->write([&](store::Transaction& tx) {
+    store::WorkerRegistration registration;
+    registration.worker_id = "worker-a";
+    registration.agent_id = "agent-a";
+    registration.registered_at = "2026-12-02T00:00:00Z";
+    tx.register_worker(registration);
+  });
+  store::TaskRow claimed = row;
+  claimed.status = "CLAIMED";
+  claimed.revision = 5;
+  store::TaskRow rebound = claimed;
+  rebound.revision = 6;
+  rebound.metadata_json = R"({"execution":{"action":"deterministic"}})";
+  rebound.execution_digest = std::string(64, 'e');
+  rebound.action = "deterministic";
+  rebound.adapter = "deterministic";
+  rebound.capability_scope = store::Names{"git.read", "git.test"};
+  std::vector<std::optional<store::TaskRow>> seen;
+  std::optional<std::string> agent;
+  store_->write([&](store::Transaction& tx) {
+    EXPECT_FALSE(tx.load_result("task-a", "result-1"));
+    agent = tx.worker_agent("worker-a");
+    seen.push_back(tx.load_task("task-a"));
+    EXPECT_TRUE(tx.update_task(claimed, 4, 0));
+    seen.push_back(tx.load_task("task-a"));
+    EXPECT_TRUE(tx.update_task(rebound, 5, 0));
+    seen.push_back(tx.load_task("task-a"));
+  });
+  EXPECT_EQ(agent, "agent-a");
+  ASSERT_EQ(seen.size(), 3U);
+  ASSERT_TRUE(seen[0] && seen[1] && seen[2]);
+  EXPECT_EQ(seen[0]->revision, 4);
+  EXPECT_EQ(seen[1]->revision, 5);
+  EXPECT_EQ(seen[1]->status, "CLAIMED");
+  EXPECT_EQ(seen[2]->metadata_json, rebound.metadata_json);
+  rebound.seq = seen[2]->seq;
+  EXPECT_EQ(*load("task-a"), rebound);
+}
+
+TEST_P(StoreConformance, AnUpdateStoresTheEnvelopeItCarriesWhateverTheWriteReadBefore) {
+  // Given updates that change the state alone, the envelope alone, and the envelope from a
+  // write that never read the task, we should load exactly the row each wrote.
+  insert(queued_task("task-a"));
+  auto row = *load("task-a");
+  const auto update = [&](const store::TaskRow& next, bool read_first) {
+    bool updated = false;
+    store_->write([&](store::Transaction& tx) {
+      if (read_first) (void)tx.load_task("task-a");
+      updated = tx.update_task(next, next.revision - 1, next.lease_generation);
+    });
+    EXPECT_TRUE(updated);
+    EXPECT_EQ(*load("task-a"), next);
+  };
+  row.status = "CLAIMED";
+  row.revision = 5;
+  update(row, true);
+  row.revision = 6;
+  row.metadata_json = R"({"execution":{"action":"deterministic"}})";
+  row.execution_digest = std::string(64, 'e');
+  update(row, true);
+  row.revision = 7;
+  row.capability_scope = store::Names{"git.read", "git.test"};
+  update(row, true);
+  row.revision = 8;
+  row.metadata_json = R"({"execution":{}})";
+  row.adapter = "codex";
+  update(row, false);
+}
+
+TEST_P(StoreConformance, AResolutionIsRecordedOnceForItsIdentity) {
+  // Given the same resolution recorded twice and two that differ in their worker alone, we
+  // should keep one event for each identity.
+  insert(queued_task("task-a"));
+  const store::Resolution polled{.task_id = "task-a",
+                                 .actor = "agent-a",
+                                 .attempt = 2,
+                                 .worker_id = std::nullopt,
+                                 .execution_digest = std::string(64, 'b')};
+  auto claimed = polled;
+  claimed.worker_id = "worker-a";
+  const auto record = [&](const store::Resolution& resolution) {
+    store_->write([&](store::Transaction& tx) {
+      tx.record_resolution(
+          resolution,
+          {{"execution_digest", resolution.execution_digest},
+           {"attempt", resolution.attempt},
+           {"worker_id", resolution.worker_id ? nlohmann::json(*resolution.worker_id)
+                                              : nlohmann::json(nullptr)}},
+          "2026-12-02T00:00:01Z");
+    });
+  };
+  bool seen = true;
+  store_->read([&](store::Transaction& tx) { seen = tx.resolution_recorded(claimed); });
+  EXPECT_FALSE(seen);
+  record(polled);
+  record(polled);
+  record(claimed);
+  record(claimed);
+  std::vector<store::EventRecord> events;
+  store_->read([&](store::Transaction& tx) {
+    events = tx.task_events("task-a", 0, 10);
+    seen = tx.resolution_recorded(claimed);
+  });
+  EXPECT_TRUE(seen);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].event_type, "BRIDGE_ENVELOPE_RESOLVED");
+  EXPECT_EQ(nlohmann::json::parse(events[0].payload_json)["worker_id"], nullptr);
+  EXPECT_EQ(nlohmann::json::parse(events[1].payload_json)["worker_id"], "worker-a");
+}
+
 TEST_P(StoreConformance, ConcurrentInsertsTakeDistinctQueueSequences) {
   // Given eight writers inserting at once, each task should get its own queue number.
   constexpr int kWriters = 8;

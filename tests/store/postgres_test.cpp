@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,6 +113,118 @@ TEST_F(PostgresStore, ABodyThatSwallowsAFailedStatementCommitsNothing) {
   std::optional<store::TaskRow> loaded;
   opened->read([&](store::Transaction& tx) { loaded = tx.load_task("task-b"); });
   EXPECT_FALSE(loaded);
+}
+
+TEST_F(PostgresStore, AnswersKeptFromOneRoundTripComeBackInOrderAndNoneAfterAFailure) {
+  // Given two statements sent to be kept ahead of one run, we should read their rows in the
+  // order sent; after a round trip that failed, none.
+  store::pg::Connection db({{"dbname", database_->url()}});
+  db.send_kept("SELECT 1", {});
+  db.send("SELECT 2", {});
+  db.send_kept("SELECT $1::text", store::pg::Params().text("three"));
+  EXPECT_EQ(db.run("SELECT 4").text(0, 0), "4");
+  auto kept = db.take_kept();
+  ASSERT_EQ(kept.size(), 2U);
+  EXPECT_EQ(kept[0].text(0, 0), "1");
+  EXPECT_EQ(kept[1].text(0, 0), "three");
+  EXPECT_TRUE(db.take_kept().empty());
+  db.send_kept("SELECT 5", {});
+  EXPECT_EQ(code_of([&] { db.run("SELECT * FROM no_such_table"); }), "STORE_FAILURE");
+  EXPECT_TRUE(db.take_kept().empty());
+}
+
+TEST_F(PostgresStore, AStateChangeWritesNoNewCopyOfTheTasksEnvelope) {
+  // Given a task whose envelope and body are kilobytes, three transitions that change its state
+  // alone should leave them where they were (the same out-of-line values), and one that changes
+  // the envelope should store the new one.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  store::TaskRow row;
+  row.task_id = "task-a";
+  row.status = "QUEUED";
+  row.scope_key = "global";
+  row.revision = 1;
+  row.metadata_json = R"({"execution":{},"note":")" + std::string(3000, 'm') + R"("})";
+  row.task_json = R"({"goal":")" + std::string(3000, 'g') + R"("})";
+  opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  store::pg::Connection db({{"dbname", database_->url()}});
+  const auto toast = db.run(
+                           "SELECT reltoastrelid::regclass::text FROM pg_class "
+                           "WHERE relname='tasks'")
+                         .text(0, 0);
+  const auto values = [&] {
+    const auto rows = db.run("SELECT DISTINCT chunk_id::text FROM " + toast + " ORDER BY 1");
+    std::vector<std::string> ids;
+    for (int at = 0; at < rows.size(); ++at) ids.push_back(rows.text(at, 0));
+    return ids;
+  };
+  const auto before = values();
+  ASSERT_EQ(before.size(), 2U) << "the envelope and the body, each out of line";
+  const auto transition = [&](const std::function<void(store::TaskRow&)>& change) {
+    opened->write([&](store::Transaction& tx) {
+      auto next = *tx.load_task("task-a");
+      change(next);
+      ++next.revision;
+      ASSERT_TRUE(tx.update_task(next, next.revision - 1, next.lease_generation));
+    });
+  };
+  for (const char* status : {"CLAIMED", "VERIFYING", "SUCCEEDED"}) {
+    transition([&](store::TaskRow& next) { next.status = status; });
+  }
+  EXPECT_EQ(values(), before);
+  const std::string rebound = R"({"execution":{},"note":")" + std::string(3000, 'n') + R"("})";
+  transition([&](store::TaskRow& next) { next.metadata_json = rebound; });
+  EXPECT_NE(values(), before);
+  std::optional<store::TaskRow> loaded;
+  opened->read([&](store::Transaction& tx) { loaded = tx.load_task("task-a"); });
+  EXPECT_EQ(loaded->metadata_json, rebound);
+  EXPECT_EQ(loaded->task_json, row.task_json);
+  EXPECT_EQ(loaded->status, "SUCCEEDED");
+}
+
+TEST_F(PostgresStore, AClaimLocksOnlyTheHeadOfTheQueueItTakes) {
+  // Given two queued tasks and a claim that holds the first while a second claim reads the
+  // queue, the second should get the other task: a claim that locked a page of rows past the one
+  // it takes would leave the second nothing to claim.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  for (const char* id : {"task-a", "task-b"}) {
+    store::TaskRow row;
+    row.task_id = id;
+    row.status = "QUEUED";
+    row.scope_key = "global";
+    row.max_attempts = 3;
+    opened->write([&](store::Transaction& tx) { tx.insert_task(row); });
+  }
+  const auto head = [&] {
+    std::string first;
+    opened->write([&](store::Transaction& tx) {
+      first.clear();
+      tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+        first = row.task_id;
+        return false;
+      });
+    });
+    return first;
+  };
+  std::promise<void> holding;
+  std::promise<void> done;
+  auto released = done.get_future().share();
+  std::string first;
+  std::thread claim([&] {
+    opened->write([&](store::Transaction& tx) {
+      tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+        first = row.task_id;
+        return false;
+      });
+      holding.set_value();
+      released.wait();
+    });
+  });
+  holding.get_future().wait();
+  const auto second = head();
+  done.set_value();
+  claim.join();
+  EXPECT_EQ(first, "task-a");
+  EXPECT_EQ(second, "task-b");
 }
 
 TEST_F(PostgresStore, AFailedStatementNamesItsSqlstate) {

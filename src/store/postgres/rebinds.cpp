@@ -78,7 +78,9 @@ std::optional<RebindReceipt> PgTransaction::rebind_receipt(const std::string& ta
 
 // The seed's full CAS predicate; the columns derived from the envelope follow the new one.
 bool PgTransaction::apply_rebind(const RebindUpdate& update) {
+  // It writes the envelope itself: an update after it stores whatever envelope it carries.
   fetched_.reset();
+  envelopes_.erase(update.task_id);
   const auto events = pg::columns_of(db_, "task_events");
   for (const char* name : {"task_id", "event_type", "agent_id", "created_at"}) {
     if (!events.contains(name)) throw Error(ErrorCode::TASK_EVENT_TABLE_UNSUPPORTED);

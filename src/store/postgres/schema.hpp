@@ -302,15 +302,25 @@ DROP INDEX tasks_by_lease;
 CREATE INDEX tasks_by_lease ON tasks(lease_expires_at) WHERE status='CLAIMED';
 )sql";
 
+// A task's envelope and body (metadata_json, task_json) are kept out of line, uncompressed, and
+// its row holds their pointers: a transition rewrites the row, and an update that leaves them as
+// they are (PgTransaction::update_task) then writes the few hundred bytes of its state, not the
+// kilobytes of the task, into the table and the WAL.
+inline constexpr std::string_view kTaskBodiesOutOfLine14 = R"sql(
+ALTER TABLE tasks ALTER COLUMN metadata_json SET STORAGE EXTERNAL,
+  ALTER COLUMN task_json SET STORAGE EXTERNAL, SET (toast_tuple_target = 768);
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 8> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 9> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                           {7, {kAgentCertificates7}},
                                                           {8, {kTasksBySeq8}},
                                                           {9, {kQuarantineByUntil9}},
                                                           {10, {kExecutionColumns10}},
                                                           {11, {kQueueSequence11}},
                                                           {12, {kScopeDispatchShards12}},
-                                                          {13, {kPartialTaskIndexes13}}}};
+                                                          {13, {kPartialTaskIndexes13}},
+                                                          {14, {kTaskBodiesOutOfLine14}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

@@ -63,9 +63,11 @@ std::vector<TaskRow> task_rows(const Rows& rows) {
 
 // Rows a queue group is read in: a poll stops after a few, so the group's rows are fetched a
 // page at a time rather than all at once. A claim locks the rows it reads and takes the first it
-// may, so it reads fewer: the rows it locks and does not take are ones concurrent claims skip.
+// may, so it reads fewer, the head alone at first: a row it locks and does not take is one
+// concurrent claims skip, and each lock is a WAL record.
 constexpr std::int64_t kGroupPage = 16;
 constexpr std::int64_t kClaimGroupPage = 4;
+constexpr std::int64_t kClaimHeadPage = 1;
 
 // The queue's groups (priority, scope, weight) with each scope's dispatches, in one statement:
 // a loose index scan of tasks_by_status_scope, each step one seek past the group before.
@@ -187,6 +189,12 @@ void PgTransaction::insert_task(const TaskRow& row) {
            params);
 }
 
+std::string PgTransaction::envelope_of(const TaskRow& row) {
+  // Unit separators: no field of one row can run into the next.
+  return row.metadata_json + '\x1f' + row.execution_digest + '\x1f' + row.action + '\x1f' +
+         row.adapter + '\x1f' + scope_text(row.capability_scope);
+}
+
 bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
                                 std::int64_t expected_lease_generation) {
   fetched_.reset();
@@ -200,22 +208,27 @@ bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revisi
       .text_or_null(row.claim_id)
       .text_or_null(row.verification_json)
       .text_or_null(row.result_json)
-      .text_or_null(row.metadata_json)
       .text_or_null(row.updated_at)
-      .text_or_null(row.execution_digest)
-      .text_or_null(row.action)
-      .text_or_null(row.adapter)
-      .text_or_null(scope_text(row.capability_scope))
       .integer(row.lease_generation)
       .text(row.task_id)
       .integer(expected_revision)
       .integer(expected_lease_generation);
-  const std::string sql =
+  std::string sql =
       "UPDATE tasks SET status=$1, attempt=$2, revision=$3, claimed_by=$4, "
       "lease_token_hash=$5, lease_expires_at=$6, claim_id=$7, verification_json=$8, "
-      "result_json=$9, metadata_json=$10, updated_at=$11, execution_digest=$12, "
-      "action=$13, adapter=$14, capability_scope_json=$15, lease_generation=$16 "
-      "WHERE task_id=$17 AND revision=$18 AND lease_generation=$19";
+      "result_json=$9, updated_at=$10, lease_generation=$11";
+  const auto envelope = envelopes_.find(row.task_id);
+  if (envelope == envelopes_.end() || envelope->second != envelope_of(row)) {
+    params.text_or_null(row.metadata_json)
+        .text_or_null(row.execution_digest)
+        .text_or_null(row.action)
+        .text_or_null(row.adapter)
+        .text_or_null(scope_text(row.capability_scope));
+    sql +=
+        ", metadata_json=$15, execution_digest=$16, action=$17, adapter=$18, "
+        "capability_scope_json=$19";
+  }
+  sql += " WHERE task_id=$12 AND revision=$13 AND lease_generation=$14";
   const auto held = locked_tasks_.find(row.task_id);
   if (held != locked_tasks_.end() &&
       held->second == Fences{expected_revision, expected_lease_generation}) {
@@ -362,19 +375,25 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
       " FROM tasks WHERE status='QUEUED' AND priority=$1 AND scope_key=$2 AND scope_weight=$3 "
       "AND attempt<max_attempts AND seq>$4 ORDER BY seq LIMIT $5" +
       (writing_ ? " FOR UPDATE SKIP LOCKED" : "");
-  const auto page = writing_ ? pg::kClaimGroupPage : pg::kGroupPage;
-  const auto fetch = [&](Group& group, std::int64_t after_seq) {
-    group.page = pg::task_rows(db_.run(rows_sql, pg::Params()
-                                                     .integer(group.priority)
-                                                     .text(group.scope_key)
-                                                     .real(group.weight)
-                                                     .integer(after_seq)
-                                                     .integer(page)));
+  const auto params = [](const Group& group, std::int64_t after_seq, std::int64_t limit) {
+    return pg::Params()
+        .integer(group.priority)
+        .text(group.scope_key)
+        .real(group.weight)
+        .integer(after_seq)
+        .integer(limit);
+  };
+  const auto take = [&](Group& group, const pg::Rows& rows, std::int64_t limit) {
+    group.page = pg::task_rows(rows);
     if (writing_) {
       for (const auto& row : group.page) hold(row);
     }
     group.at = 0;
-    group.last_page = static_cast<std::int64_t>(group.page.size()) < page;
+    group.last_page = static_cast<std::int64_t>(group.page.size()) < limit;
+  };
+  const auto page = writing_ ? pg::kClaimGroupPage : pg::kGroupPage;
+  const auto fetch = [&](Group& group, std::int64_t after_seq) {
+    take(group, db_.run(rows_sql, params(group, after_seq, page)), page);
   };
   std::vector<Group> groups;
   const auto found = db_.run(pg::kQueuedGroups);
@@ -384,9 +403,24 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
     group.scope_key = found.text(at, 1);
     group.weight = found.real(at, 2);
     group.served = static_cast<double>(found.integer(at, 3)) / group.weight;
-    fetch(group, -1);
-    if (!group.page.empty()) groups.push_back(std::move(group));
+    groups.push_back(std::move(group));
   }
+  // Every group's first page in one round trip. A claim takes one task, so it reads (and locks)
+  // only each group's head at first, and a page more of a group once it has passed its head over.
+  const auto first = writing_ ? pg::kClaimHeadPage : page;
+  for (std::size_t at = 0; at + 1 < groups.size(); ++at) {
+    db_.send_kept(rows_sql, params(groups[at], -1, first));
+  }
+  if (!groups.empty()) {
+    auto last = db_.run(rows_sql, params(groups.back(), -1, first));
+    auto kept = db_.take_kept();
+    kept.push_back(std::move(last));
+    if (kept.size() != groups.size()) {
+      throw Error(ErrorCode::STORE_FAILURE, "a queue group's page went unanswered");
+    }
+    for (std::size_t at = 0; at < groups.size(); ++at) take(groups[at], kept[at], first);
+  }
+  std::erase_if(groups, [](const Group& group) { return group.page.empty(); });
   // Legacy priority first, then the scope served least, then queue order.
   const auto before = [](const Group& a, const Group& b) {
     const auto& x = a.page[a.at];

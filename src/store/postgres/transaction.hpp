@@ -29,6 +29,7 @@ class PgTransaction final : public Transaction {
   void forget_locks() {
     locked_tasks_.clear();
     locked_workers_.clear();
+    envelopes_.clear();
     fetched_.reset();
   }
 
@@ -144,8 +145,14 @@ class PgTransaction final : public Transaction {
     bool operator==(const Fences&) const = default;
   };
   std::map<std::string, std::optional<Fences>> locked_tasks_;
+  // The envelope (metadata_json and the execution columns kept from it) of each task row held,
+  // as read or written: an update that leaves it as it is does not write it again, so the
+  // server keeps the out-of-line value it has (migration 14) instead of writing a new copy.
+  std::map<std::string, std::string> envelopes_;
+  static std::string envelope_of(const TaskRow& row);
   void hold(const TaskRow& row) {
     locked_tasks_[row.task_id] = Fences{row.revision, row.lease_generation};
+    envelopes_[row.task_id] = envelope_of(row);
   }
   std::set<std::string> locked_workers_;
   // What a result's receipt lookup fetched in its round trip for the step that follows it (the

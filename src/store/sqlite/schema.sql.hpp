@@ -308,6 +308,8 @@ END;
     // PostgreSQL's queue and lease indexes hold only the queued and the claimed tasks from here
     // on; SQLite's are unchanged.
     {13, "SELECT 1;"},
+    // PostgreSQL keeps a task's envelope and body out of line from here on.
+    {14, "SELECT 1;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);
