@@ -5,6 +5,9 @@
 namespace aios::store {
 
 std::optional<PlanRecord> PgTransaction::load_plan(const std::string& task_id) {
+  if (const auto found = plans_ahead_.find(task_id); found != plans_ahead_.end()) {
+    return found->second;
+  }
   const auto rows = db_.run(
       "SELECT plan_sha256, plan_json, execution_digest, created_at FROM bridge_plans "
       "WHERE task_id=$1",
@@ -14,6 +17,7 @@ std::optional<PlanRecord> PgTransaction::load_plan(const std::string& task_id) {
 }
 
 void PgTransaction::insert_plan(const PlanRecord& plan) {
+  plans_ahead_.erase(plan.task_id);
   db_.run(
       "INSERT INTO bridge_plans(task_id,plan_sha256,plan_json,execution_digest,created_at) "
       "VALUES ($1,$2,$3,$4,$5)",

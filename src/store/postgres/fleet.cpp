@@ -102,6 +102,10 @@ void PgTransaction::lock_worker(const std::string& worker_id) {
 
 std::optional<WorkerRecord> PgTransaction::load_worker(const std::string& worker_id, double now) {
   lock_worker(worker_id);
+  // The queue rows read next say whether this worker has them quarantined.
+  if (ahead_worker_ != worker_id || ahead_now_ != now) quarantined_ahead_.clear();
+  ahead_worker_ = worker_id;
+  ahead_now_ = now;
   const auto rows = db_.run(std::string(kWorkerSelect) + " WHERE w.worker_id=$2",
                             pg::Params().real(now).text(worker_id));
   if (rows.empty()) return std::nullopt;
@@ -199,6 +203,7 @@ void PgTransaction::note_worker_success(const std::string& worker_id, double now
 }
 
 void PgTransaction::insert_claim(const ClaimRecord& claim) {
+  groups_ahead_.reset();  // the scope's count moves
   // The slot first: the primary key (worker, slot) is the constraint, and the upsert takes a
   // slot over only when its claim is no longer an active lease that runs past now. Its check
   // reads the claims as of its statement, so the worker is locked in a statement before it: a
@@ -282,11 +287,14 @@ void PgTransaction::end_dispatch(const std::string& task_id, const std::string& 
 std::set<std::string> PgTransaction::tasks_failed_in_domain(const std::string& domain) {
   // One index seek a state: with `state IN (…)` the server seeks the domain alone and filters
   // every dispatch it ever had, a claim slower with each one before it.
+  // A claim or a poll reads the queue's groups next: they come in this round trip.
+  db_.send_kept(pg::kQueuedGroups);
   const auto tasks = pg::first_column(
       db_.run("SELECT task_id FROM fleet_dispatches WHERE failure_domain=$1 AND state='RELEASED' "
               "UNION ALL SELECT task_id FROM fleet_dispatches WHERE failure_domain=$1 AND "
               "state='EXPIRED'",
               pg::Params().text(domain)));
+  if (auto kept = db_.take_kept(); kept.size() == 1) groups_ahead_ = std::move(kept.front());
   return {tasks.begin(), tasks.end()};
 }
 
@@ -301,6 +309,11 @@ std::vector<std::pair<std::string, std::int64_t>> PgTransaction::scope_dispatch_
 
 bool PgTransaction::task_quarantined(const std::string& task_id, const std::string& worker_id,
                                      double now) {
+  if (worker_id == ahead_worker_ && now == ahead_now_) {
+    if (const auto found = quarantined_ahead_.find(task_id); found != quarantined_ahead_.end()) {
+      return found->second;
+    }
+  }
   return !db_.run(
                  "SELECT 1 FROM fleet_task_quarantine WHERE task_id=$1 AND worker_id=$2 "
                  "AND quarantined_until>$3",
@@ -310,6 +323,7 @@ bool PgTransaction::task_quarantined(const std::string& task_id, const std::stri
 
 void PgTransaction::quarantine_task(const std::string& task_id, const std::string& worker_id,
                                     const std::string& failure_class, double until) {
+  quarantined_ahead_.erase(task_id);
   db_.run(
       "INSERT INTO fleet_task_quarantine(task_id,worker_id,failure_class,failures,"
       "quarantined_until) VALUES ($1,$2,$3,1,$4) ON CONFLICT(task_id,worker_id) DO UPDATE SET "

@@ -29,11 +29,9 @@ namespace {
 constexpr int kMaxAttempts = 64;
 // An insert that meets the same key this many times is not a race but the body's own error.
 constexpr int kMaxInsertRaces = 3;
-// BEGIN goes to the server with the body's first statement. A write takes its transaction id
-// there, before it draws any id from a sequence, so a reader whose snapshot shows it in flight
-// knows to wait for it (PgTransaction::settled_page).
+// BEGIN goes to the server with the body's first statement; the transaction takes its id before
+// it draws one from a sequence (PgTransaction::take_transaction_id).
 constexpr const char* kBeginWrite = "BEGIN ISOLATION LEVEL READ COMMITTED";
-constexpr const char* kTakeTransactionId = "SELECT pg_current_xact_id()";
 // The database clock is read again when its last reading is older than this.
 constexpr auto kClockReadEvery = std::chrono::seconds(5);
 // Between two NOTIFYs: another process's waiter hears of a change at most this late, and a
@@ -93,7 +91,6 @@ class PostgresStore final : public Store {
       bool committing = false;
       try {
         db.send(kBeginWrite);
-        db.send(kTakeTransactionId);
         if (options_.database_clock && clock_stale()) read_clock(db);
         PgTransaction tx(db, true);
         body(tx);

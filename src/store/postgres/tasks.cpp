@@ -22,6 +22,20 @@ constexpr const char* kTaskColumns =
     "action,adapter,priority,scope_key,scope_weight,task_json,request_sha256,created_at,"
     "updated_at,execution_digest,capability_scope_json,seq,lease_generation";
 
+// How many columns kTaskColumns names, and the same names of the table aliased t (a join's).
+constexpr int kTaskColumnCount = 27;
+const std::string& qualified_task_columns() {
+  static const std::string qualified = [] {
+    std::string out = "t.";
+    for (const char* at = kTaskColumns; *at != '\0'; ++at) {
+      out += *at;
+      if (*at == ',') out += "t.";
+    }
+    return out;
+  }();
+  return qualified;
+}
+
 TaskRow task_row(const Rows& rows, int at) {
   TaskRow row;
   row.task_id = rows.text(at, 0);
@@ -69,20 +83,6 @@ constexpr std::int64_t kGroupPage = 16;
 constexpr std::int64_t kClaimGroupPage = 4;
 constexpr std::int64_t kClaimHeadPage = 1;
 
-// The queue's groups (priority, scope, weight) with each scope's dispatches, in one statement:
-// a loose index scan of tasks_by_status_scope, each step one seek past the group before.
-constexpr const char* kQueuedGroups =
-    "WITH RECURSIVE g(priority, scope_key, scope_weight) AS ("
-    " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' "
-    "  AND priority IS NOT NULL ORDER BY priority, scope_key, scope_weight LIMIT 1)"
-    " UNION ALL"
-    " SELECT n.priority, n.scope_key, n.scope_weight FROM g CROSS JOIN LATERAL"
-    " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' AND "
-    "  (priority, scope_key, scope_weight) > (g.priority, g.scope_key, g.scope_weight) "
-    "  ORDER BY priority, scope_key, scope_weight LIMIT 1) n) "
-    "SELECT g.priority, g.scope_key, g.scope_weight, COALESCE((SELECT c.dispatch_count FROM "
-    "fleet_scope_counts c WHERE c.scope_key=g.scope_key), 0) FROM g";
-
 // The column of seq in kTaskColumns.
 constexpr int kSeqColumn = 25;
 // How long a cursor read waits for the writers in flight under its page's snapshot.
@@ -120,6 +120,12 @@ void PgTransaction::lock_task(const std::string& task_id) {
   locked_tasks_.emplace(task_id, std::nullopt);
 }
 
+void PgTransaction::take_transaction_id() {
+  if (has_transaction_id_) return;
+  db_.send("SELECT pg_current_xact_id()");
+  has_transaction_id_ = true;
+}
+
 bool PgTransaction::fetch_ahead(const std::string& task_id) {
   if (!writing_ || locked_tasks_.contains(task_id)) {
     lock_task(task_id);
@@ -154,6 +160,8 @@ void PgTransaction::keep_fetched(const std::string& task_id) {
 
 void PgTransaction::insert_task(const TaskRow& row) {
   fetched_.reset();
+  groups_ahead_.reset();
+  take_transaction_id();
   pg::Params params;
   params.text(row.task_id)
       .text(row.status)
@@ -198,6 +206,7 @@ std::string PgTransaction::envelope_of(const TaskRow& row) {
 bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
                                 std::int64_t expected_lease_generation) {
   fetched_.reset();
+  groups_ahead_.reset();
   pg::Params params;
   params.text(row.status)
       .integer(row.attempt)
@@ -244,6 +253,7 @@ bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revisi
 void PgTransaction::append_event(const std::string& task_id, const std::string& event_type,
                                  const std::string& agent_id, const nlohmann::json& payload,
                                  const std::string& created_at) {
+  take_transaction_id();
   db_.send(
       "INSERT INTO task_events(task_id,event_type,agent_id,payload_json,created_at) "
       "VALUES ($1,$2,$3,$4,$5)",
@@ -370,33 +380,55 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
     std::size_t at = 0;
     bool last_page = false;
   };
-  const std::string rows_sql =
-      std::string("SELECT ") + pg::kTaskColumns +
-      " FROM tasks WHERE status='QUEUED' AND priority=$1 AND scope_key=$2 AND scope_weight=$3 "
-      "AND attempt<max_attempts AND seq>$4 ORDER BY seq LIMIT $5" +
-      (writing_ ? " FOR UPDATE SKIP LOCKED" : "");
-  const auto params = [](const Group& group, std::int64_t after_seq, std::int64_t limit) {
+  // Each row with its plan and whether the worker this transaction loaded has it quarantined:
+  // what a claim or a poll asks of a row it may take next.
+  static const std::string rows_sql =
+      std::string("SELECT ") + pg::qualified_task_columns() +
+      ", p.plan_sha256, p.plan_json, p.execution_digest, "
+      "p.created_at, EXISTS (SELECT 1 FROM fleet_task_quarantine q "
+      "WHERE q.task_id=t.task_id AND q.worker_id=$6 AND "
+      "q.quarantined_until>$7) FROM tasks t LEFT JOIN bridge_plans "
+      "p ON p.task_id=t.task_id WHERE t.status='QUEUED' AND "
+      "t.priority=$1 AND t.scope_key=$2 AND t.scope_weight=$3 AND "
+      "t.attempt<t.max_attempts AND t.seq>$4 ORDER BY t.seq LIMIT $5";
+  static const std::string claim_sql = rows_sql + " FOR UPDATE OF t SKIP LOCKED";
+  const auto& sql = writing_ ? claim_sql : rows_sql;
+  const auto params = [this](const Group& group, std::int64_t after_seq, std::int64_t limit) {
     return pg::Params()
         .integer(group.priority)
         .text(group.scope_key)
         .real(group.weight)
         .integer(after_seq)
-        .integer(limit);
+        .integer(limit)
+        .text(ahead_worker_)
+        .real(ahead_now_);
   };
   const auto take = [&](Group& group, const pg::Rows& rows, std::int64_t limit) {
     group.page = pg::task_rows(rows);
-    if (writing_) {
-      for (const auto& row : group.page) hold(row);
+    for (int at = 0; at < rows.size(); ++at) {
+      const auto& row = group.page[static_cast<std::size_t>(at)];
+      if (writing_) hold(row);
+      plans_ahead_[row.task_id] = rows.null(at, pg::kTaskColumnCount)
+                                      ? std::nullopt
+                                      : std::optional<PlanRecord>(PlanRecord{
+                                            row.task_id, rows.text(at, pg::kTaskColumnCount),
+                                            rows.text(at, pg::kTaskColumnCount + 1),
+                                            rows.text(at, pg::kTaskColumnCount + 2),
+                                            rows.text(at, pg::kTaskColumnCount + 3)});
+      if (!ahead_worker_.empty()) {
+        quarantined_ahead_[row.task_id] = rows.text(at, pg::kTaskColumnCount + 4) == "t";
+      }
     }
     group.at = 0;
     group.last_page = static_cast<std::int64_t>(group.page.size()) < limit;
   };
   const auto page = writing_ ? pg::kClaimGroupPage : pg::kGroupPage;
   const auto fetch = [&](Group& group, std::int64_t after_seq) {
-    take(group, db_.run(rows_sql, params(group, after_seq, page)), page);
+    take(group, db_.run(sql, params(group, after_seq, page)), page);
   };
   std::vector<Group> groups;
-  const auto found = db_.run(pg::kQueuedGroups);
+  auto found = groups_ahead_ ? std::move(*groups_ahead_) : db_.run(pg::kQueuedGroups);
+  groups_ahead_.reset();
   for (int at = 0; at < found.size(); ++at) {
     Group group;
     group.priority = found.integer(at, 0);
@@ -409,10 +441,10 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
   // only each group's head at first, and a page more of a group once it has passed its head over.
   const auto first = writing_ ? pg::kClaimHeadPage : page;
   for (std::size_t at = 0; at + 1 < groups.size(); ++at) {
-    db_.send_kept(rows_sql, params(groups[at], -1, first));
+    db_.send_kept(sql, params(groups[at], -1, first));
   }
   if (!groups.empty()) {
-    auto last = db_.run(rows_sql, params(groups.back(), -1, first));
+    auto last = db_.run(sql, params(groups.back(), -1, first));
     auto kept = db_.take_kept();
     kept.push_back(std::move(last));
     if (kept.size() != groups.size()) {
@@ -526,6 +558,7 @@ bool PgTransaction::resolution_recorded(const Resolution& resolution) {
 void PgTransaction::record_resolution(const Resolution& resolution, const nlohmann::json& payload,
                                       const std::string& created_at) {
   auto params = pg::resolution_params(resolution);
+  take_transaction_id();
   db_.send(std::string("INSERT INTO task_events(task_id,event_type,agent_id,payload_json,"
                        "created_at) SELECT $1,'BRIDGE_ENVELOPE_RESOLVED',$2,$6,$7 "
                        "WHERE NOT EXISTS (") +

@@ -14,6 +14,24 @@
 
 namespace aios::store {
 
+namespace pg {
+
+// The queue's groups (priority, scope, weight) with each scope's dispatches, in one statement:
+// a loose index scan of tasks_by_status_scope, each step one seek past the group before.
+inline constexpr const char* kQueuedGroups =
+    "WITH RECURSIVE g(priority, scope_key, scope_weight) AS ("
+    " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' "
+    "  AND priority IS NOT NULL ORDER BY priority, scope_key, scope_weight LIMIT 1)"
+    " UNION ALL"
+    " SELECT n.priority, n.scope_key, n.scope_weight FROM g CROSS JOIN LATERAL"
+    " (SELECT priority, scope_key, scope_weight FROM tasks WHERE status='QUEUED' AND "
+    "  (priority, scope_key, scope_weight) > (g.priority, g.scope_key, g.scope_weight) "
+    "  ORDER BY priority, scope_key, scope_weight LIMIT 1) n) "
+    "SELECT g.priority, g.scope_key, g.scope_weight, COALESCE((SELECT c.dispatch_count FROM "
+    "fleet_scope_counts c WHERE c.scope_key=g.scope_key), 0) FROM g";
+
+}  // namespace pg
+
 class PgTransaction final : public Transaction {
  public:
   // A read sees one snapshot, as a read of the SQLite backend does: a body that reads a receipt
@@ -31,6 +49,7 @@ class PgTransaction final : public Transaction {
     locked_workers_.clear();
     envelopes_.clear();
     fetched_.reset();
+    forget_ahead();
   }
 
   std::exception_ptr attempt(const std::function<void(Transaction&)>& step) override;
@@ -118,6 +137,10 @@ class PgTransaction final : public Transaction {
   // result receipts, its rebind receipts): a transition of the same task running at once waits
   // for this one and then sees what it wrote, as a serial order would have it.
   void lock_task(const std::string& task_id);
+  // Before a statement draws an id from a sequence (a task's seq, an event's id): the
+  // transaction's own id first, so a cursor reader whose snapshot shows it in flight knows to
+  // wait for it (settled_page). A transaction that locked a row has one already.
+  void take_transaction_id();
   // lock_task for a result's receipt lookup: in a write that has not locked the task yet, the
   // task's row (locked) and its claimant's agent are sent to be read in the lookup's round trip
   // (true; keep_fetched then keeps them for load_task and worker_agent).
@@ -153,7 +176,9 @@ class PgTransaction final : public Transaction {
   void hold(const TaskRow& row) {
     locked_tasks_[row.task_id] = Fences{row.revision, row.lease_generation};
     envelopes_[row.task_id] = envelope_of(row);
+    has_transaction_id_ = true;  // the row's lock took it
   }
+  bool has_transaction_id_ = false;
   std::set<std::string> locked_workers_;
   // What a result's receipt lookup fetched in its round trip for the step that follows it (the
   // task's row, locked; its claimant and the claimant's agent): load_task and worker_agent take
@@ -165,6 +190,20 @@ class PgTransaction final : public Transaction {
     std::optional<std::string> claimant_agent;
   };
   std::optional<Fetched> fetched_;
+  // What a claim or a poll reads next, fetched with what it read first: the queue's groups with
+  // the domain's failed tasks, and with each queued row its plan and whether the worker this
+  // transaction loaded (ahead_worker_, at ahead_now_) has it quarantined. Each write of
+  // what they show drops them.
+  std::optional<pg::Rows> groups_ahead_;
+  std::map<std::string, std::optional<PlanRecord>> plans_ahead_;
+  std::map<std::string, bool> quarantined_ahead_;
+  std::string ahead_worker_;
+  double ahead_now_ = 0;
+  void forget_ahead() {
+    groups_ahead_.reset();
+    plans_ahead_.clear();
+    quarantined_ahead_.clear();
+  }
 };
 
 }  // namespace aios::store
