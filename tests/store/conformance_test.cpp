@@ -505,6 +505,59 @@ TEST_P(StoreConformance, AResolutionIsRecordedOnceForItsIdentity) {
   EXPECT_EQ(nlohmann::json::parse(events[1].payload_json)["worker_id"], "worker-a");
 }
 
+TEST_P(StoreConformance, AWriteSeesThePlansQuarantinesAndTasksItAddsAfterReadingTheQueue) {
+  // Given a write that loads a worker and reads the queue (which may bring each row's plan, its
+  // quarantine and the queue's groups with it), then adds a plan, a quarantine and a task of a
+  // new scope, we should read what it added, not what the queue read brought.
+  insert(queued_task("task-a"));
+  store::WorkerRegistration registration;
+  registration.worker_id = "worker-a";
+  registration.agent_id = "agent-a";
+  registration.registered_at = "2026-12-02T00:00:00Z";
+  store_->write([&](store::Transaction& tx) { tx.register_worker(registration); });
+  const store::PlanRecord plan{.task_id = "task-a",
+                               .plan_sha256 = std::string(64, 'p'),
+                               .plan_json = "{}",
+                               .execution_digest = std::string(64, 'b'),
+                               .created_at = "2026-12-02T00:00:01Z"};
+  std::optional<store::PlanRecord> plan_before;
+  std::optional<store::PlanRecord> plan_after;
+  bool quarantined_before = true;
+  bool quarantined_after = false;
+  std::vector<std::string> before;
+  std::vector<std::string> after;
+  store_->write([&](store::Transaction& tx) {
+    (void)tx.load_worker("worker-a", 100);
+    (void)tx.tasks_failed_in_domain("");
+    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+      before.push_back(row.task_id);
+      return true;
+    });
+    plan_before = tx.load_plan("task-a");
+    quarantined_before = tx.task_quarantined("task-a", "worker-a", 100);
+    tx.insert_plan(plan);
+    tx.quarantine_task("task-a", "worker-a", "agent_failed", 170);
+    auto other = queued_task("task-b");
+    other.scope_key = "project:tenant/b";
+    tx.insert_task(other);
+    (void)tx.tasks_failed_in_domain("");
+    plan_after = tx.load_plan("task-a");
+    quarantined_after = tx.task_quarantined("task-a", "worker-a", 100);
+    tx.visit_queued_tasks_in_fleet_order([&](const store::TaskRow& row) {
+      after.push_back(row.task_id);
+      return true;
+    });
+  });
+  EXPECT_EQ(before, std::vector<std::string>{"task-a"});
+  EXPECT_FALSE(plan_before);
+  EXPECT_FALSE(quarantined_before);
+  ASSERT_TRUE(plan_after);
+  EXPECT_EQ(plan_after->plan_sha256, plan.plan_sha256);
+  EXPECT_TRUE(quarantined_after);
+  EXPECT_EQ(std::set<std::string>(after.begin(), after.end()),
+            (std::set<std::string>{"task-a", "task-b"}));
+}
+
 TEST_P(StoreConformance, ConcurrentInsertsTakeDistinctQueueSequences) {
   // Given eight writers inserting at once, each task should get its own queue number.
   constexpr int kWriters = 8;
