@@ -383,6 +383,11 @@ class Transaction {
 
   // --- workers, their circuits and slots
   virtual std::optional<WorkerRecord> load_worker(const std::string& worker_id, double now) = 0;
+  // load_worker for a claim or a poll, which read the failed tasks of the worker's domain and
+  // the queue next: a backend may fetch those in the same round trip.
+  virtual std::optional<WorkerRecord> load_claimant(const std::string& worker_id, double now) {
+    return load_worker(worker_id, now);
+  }
   virtual std::vector<WorkerRecord> load_workers(double now) = 0;
   // The agent a worker is registered to.
   virtual std::optional<std::string> worker_agent(const std::string& worker_id) = 0;

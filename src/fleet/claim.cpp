@@ -83,7 +83,7 @@ std::string TaskPlane::poll_text(const Agent& agent, const fleet::PollRequest& r
   // transaction checks the worker and offers the tasks.
   bool offered = false;
   store_.read([&](store::Transaction& tx) {
-    const auto worker = own_worker(fleet::load_worker(tx, worker_id, now), agent);
+    const auto worker = own_worker(fleet::load_claimant(tx, worker_id, now), agent);
     if (liveness_due(worker, now)) return;
     offer(tx, worker);
     offered = true;
@@ -94,7 +94,7 @@ std::string TaskPlane::poll_text(const Agent& agent, const fleet::PollRequest& r
       tx.touch_worker(worker_id, now);
     });
     store_.read([&](store::Transaction& tx) {
-      offer(tx, own_worker(fleet::load_worker(tx, worker_id, now), agent));
+      offer(tx, own_worker(fleet::load_claimant(tx, worker_id, now), agent));
     });
   }
   for (auto& view : deferred) {
@@ -185,7 +185,7 @@ std::vector<nlohmann::json> TaskPlane::claim_next_in(store::Transaction& tx, con
 std::optional<nlohmann::json> TaskPlane::claim_one_in(store::Transaction& tx, const Agent& agent,
                                                       const std::string& worker_id,
                                                       const ClaimGrant& grant, bool liveness) {
-  const auto worker = own_worker(fleet::load_worker(tx, worker_id, grant.now), agent);
+  const auto worker = own_worker(fleet::load_claimant(tx, worker_id, grant.now), agent);
   const auto live = claimant(worker, grant.now);
   // A worker that can take nothing now is answered before the queue is read.
   if (!fleet::open_for_claims(live, grant.now)) {

@@ -98,6 +98,9 @@ class AgentCache {
 
 std::optional<WorkerState> load_worker(store::Transaction& tx, const std::string& worker_id,
                                        double now);
+// load_worker for a claim or a poll (store::Transaction::load_claimant).
+std::optional<WorkerState> load_claimant(store::Transaction& tx, const std::string& worker_id,
+                                         double now);
 std::vector<WorkerState> load_workers(store::Transaction& tx, double now);
 
 // The reasons, in a fixed order, that keep `worker` from claiming `task` now. The first one is

@@ -36,6 +36,13 @@ std::optional<WorkerState> load_worker(store::Transaction& tx, const std::string
   return state_of(*record);
 }
 
+std::optional<WorkerState> load_claimant(store::Transaction& tx, const std::string& worker_id,
+                                         double now) {
+  const auto record = tx.load_claimant(worker_id, now);
+  if (!record) return std::nullopt;
+  return state_of(*record);
+}
+
 std::vector<WorkerState> load_workers(store::Transaction& tx, double now) {
   std::vector<WorkerState> workers;
   for (const auto& record : tx.load_workers(now)) workers.push_back(state_of(record));

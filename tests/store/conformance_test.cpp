@@ -924,6 +924,34 @@ TEST_P(StoreConformance, AHeartbeatAndASweepOfOneLeaseCommitOne) {
   }
 }
 
+TEST_P(StoreConformance, AClaimantSeesTheFailuresOfItsDomainUpToItsOwnWrites) {
+  // Given a worker of domain-a loaded to claim (which may fetch its domain's failed tasks with
+  // it) and a dispatch of its domain released after, we should count the release.
+  store::WorkerRegistration registration;
+  registration.worker_id = "worker-a";
+  registration.agent_id = "agent-a";
+  registration.registered_at = "2026-12-02T00:00:00Z";
+  registration.failure_domain = "domain-a";
+  std::set<std::string> failed;
+  store_->write([&](store::Transaction& tx) {
+    tx.register_worker(registration);
+    tx.insert_claim(claim_for(1, 100, 200));
+  });
+  store_->write([&](store::Transaction& tx) {
+    const auto worker = tx.load_claimant("worker-a", 150);
+    ASSERT_TRUE(worker);
+    EXPECT_EQ(worker->failure_domain, "domain-a");
+    tx.end_dispatch("task-1", "RELEASED", 150);
+    failed = tx.tasks_failed_in_domain(worker->failure_domain);
+  });
+  EXPECT_EQ(failed, std::set<std::string>{"task-1"});
+  store_->read([&](store::Transaction& tx) {
+    (void)tx.load_claimant("worker-a", 150);
+    failed = tx.tasks_failed_in_domain("domain-a");
+  });
+  EXPECT_EQ(failed, std::set<std::string>{"task-1"});
+}
+
 TEST_P(StoreConformance, AWorkersLastSlotIsTakenOnce) {
   // Given eight claims racing for a worker's one slot, we should grant exactly one and refuse
   // the rest with FLEET_WORKER_CAPACITY_EXHAUSTED; an ended claim frees the slot again.

@@ -35,6 +35,16 @@ std::vector<std::string> first_column(const Rows& rows) {
   return out;
 }
 
+// The failed dispatches of the domain `domain` (an SQL expression), one index seek a state: with
+// `state IN (…)` the server seeks the domain alone and filters every dispatch it ever had, a
+// claim slower with each one before it.
+std::string failed_in_domain(const std::string& domain) {
+  return "SELECT task_id FROM fleet_dispatches WHERE failure_domain=" + domain +
+         " AND state='RELEASED' UNION ALL SELECT task_id FROM fleet_dispatches WHERE "
+         "failure_domain=" +
+         domain + " AND state='EXPIRED'";
+}
+
 }  // namespace
 }  // namespace pg
 
@@ -101,15 +111,40 @@ void PgTransaction::lock_worker(const std::string& worker_id) {
 }
 
 std::optional<WorkerRecord> PgTransaction::load_worker(const std::string& worker_id, double now) {
+  return load_worker_row(worker_id, now, false);
+}
+
+std::optional<WorkerRecord> PgTransaction::load_claimant(const std::string& worker_id, double now) {
+  return load_worker_row(worker_id, now, true);
+}
+
+std::optional<WorkerRecord> PgTransaction::load_worker_row(const std::string& worker_id, double now,
+                                                           bool claimant) {
   lock_worker(worker_id);
   // The queue rows read next say whether this worker has them quarantined.
   if (ahead_worker_ != worker_id || ahead_now_ != now) quarantined_ahead_.clear();
   ahead_worker_ = worker_id;
   ahead_now_ = now;
+  if (claimant) {
+    // The failed tasks of the worker's domain (its failure_domain as kWorkerSelect reads it),
+    // then the queue's groups.
+    db_.send_kept(pg::failed_in_domain("COALESCE((SELECT failure_domain FROM "
+                                       "fleet_worker_capacity WHERE worker_id=$1), '')"),
+                  pg::Params().text(worker_id));
+    db_.send_kept(pg::kQueuedGroups);
+  }
   const auto rows = db_.run(std::string(kWorkerSelect) + " WHERE w.worker_id=$2",
                             pg::Params().real(now).text(worker_id));
+  auto kept = claimant ? db_.take_kept() : std::vector<pg::Rows>{};
   if (rows.empty()) return std::nullopt;
-  return pg::worker_row(rows, 0);
+  auto worker = pg::worker_row(rows, 0);
+  if (kept.size() == 2) {
+    const auto failed = pg::first_column(kept[0]);
+    failed_ahead_.emplace(worker.failure_domain,
+                          std::set<std::string>(failed.begin(), failed.end()));
+    groups_ahead_ = std::move(kept[1]);
+  }
+  return worker;
 }
 
 std::vector<WorkerRecord> PgTransaction::load_workers(double now) {
@@ -278,6 +313,7 @@ void PgTransaction::end_claim(const std::string& claim_id, const std::string& st
 }
 
 void PgTransaction::end_dispatch(const std::string& task_id, const std::string& state, double now) {
+  failed_ahead_.reset();  // a released or expired dispatch is a failure of its domain
   db_.send(
       "UPDATE fleet_dispatches SET state=$1, updated_at=$2 WHERE task_id=$3 "
       "AND state IN ('RESERVED','CLAIMED')",
@@ -285,15 +321,15 @@ void PgTransaction::end_dispatch(const std::string& task_id, const std::string& 
 }
 
 std::set<std::string> PgTransaction::tasks_failed_in_domain(const std::string& domain) {
-  // One index seek a state: with `state IN (…)` the server seeks the domain alone and filters
-  // every dispatch it ever had, a claim slower with each one before it.
+  if (failed_ahead_ && failed_ahead_->first == domain) {
+    auto tasks = std::move(failed_ahead_->second);
+    failed_ahead_.reset();
+    return tasks;
+  }
   // A claim or a poll reads the queue's groups next: they come in this round trip.
-  db_.send_kept(pg::kQueuedGroups);
-  const auto tasks = pg::first_column(
-      db_.run("SELECT task_id FROM fleet_dispatches WHERE failure_domain=$1 AND state='RELEASED' "
-              "UNION ALL SELECT task_id FROM fleet_dispatches WHERE failure_domain=$1 AND "
-              "state='EXPIRED'",
-              pg::Params().text(domain)));
+  if (!groups_ahead_) db_.send_kept(pg::kQueuedGroups);
+  const auto tasks =
+      pg::first_column(db_.run(pg::failed_in_domain("$1"), pg::Params().text(domain)));
   if (auto kept = db_.take_kept(); kept.size() == 1) groups_ahead_ = std::move(kept.front());
   return {tasks.begin(), tasks.end()};
 }

@@ -89,6 +89,7 @@ class PgTransaction final : public Transaction {
   std::string revoke_agent(const std::string& agent_id, const std::string& now) override;
   void set_agent_token(const std::string& agent_id, const std::string& token_sha256) override;
   std::optional<WorkerRecord> load_worker(const std::string& worker_id, double now) override;
+  std::optional<WorkerRecord> load_claimant(const std::string& worker_id, double now) override;
   std::vector<WorkerRecord> load_workers(double now) override;
   std::optional<std::string> worker_agent(const std::string& worker_id) override;
   std::vector<std::string> workers_of_agent(const std::string& agent_id) override;
@@ -148,6 +149,9 @@ class PgTransaction final : public Transaction {
   void keep_fetched(const std::string& task_id);
   // In a write transaction, a worker is locked before its slots are counted or taken.
   void lock_worker(const std::string& worker_id);
+  // load_worker and load_claimant: the worker's row, and for a claimant what it reads next.
+  std::optional<WorkerRecord> load_worker_row(const std::string& worker_id, double now,
+                                              bool claimant);
   // The rows of a cursor read (`page_sql`, ordered by its `id_column`, the `id_index`-th column)
   // that no transaction in flight can still commit a row under; see tasks.cpp.
   pg::Rows settled_page(const std::string& page_sql, std::string_view id_column, int id_index,
@@ -195,12 +199,14 @@ class PgTransaction final : public Transaction {
   // transaction loaded (ahead_worker_, at ahead_now_) has it quarantined. Each write of
   // what they show drops them.
   std::optional<pg::Rows> groups_ahead_;
+  std::optional<std::pair<std::string, std::set<std::string>>> failed_ahead_;  // domain, tasks
   std::map<std::string, std::optional<PlanRecord>> plans_ahead_;
   std::map<std::string, bool> quarantined_ahead_;
   std::string ahead_worker_;
   double ahead_now_ = 0;
   void forget_ahead() {
     groups_ahead_.reset();
+    failed_ahead_.reset();
     plans_ahead_.clear();
     quarantined_ahead_.clear();
   }
