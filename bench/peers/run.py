@@ -124,10 +124,11 @@ class Postgres:
                         "-c", f"CREATE DATABASE {database}"], check=True, stdout=subprocess.DEVNULL)
 
     def wal(self):
-        """The server's WAL so far: records, full-page images, bytes."""
+        """The server's WAL so far: records, full-page images, bytes, and the syncs (fsyncs)
+        that made it durable."""
         out = subprocess.run(["psql", "-qAt", "-F", " ", "-h", "127.0.0.1", "-p", str(self.port),
                               "-U", "postgres", "-c",
-                              "SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal"],
+                              "SELECT wal_records, wal_fpi, wal_bytes, wal_sync FROM pg_stat_wal"],
                              check=True, capture_output=True, text=True).stdout.split()
         return [int(value) for value in out]
 
@@ -346,7 +347,8 @@ def summary(runs, jobs):
            if all("busy_answers" in r for r in runs) else {}),
         **({"wal_records_per_job": statistics.median(r["wal"][0] / jobs for r in runs),
             "wal_full_page_images_per_job": statistics.median(r["wal"][1] / jobs for r in runs),
-            "wal_bytes_per_job": statistics.median(r["wal"][2] / jobs for r in runs)}
+            "wal_bytes_per_job": statistics.median(r["wal"][2] / jobs for r in runs),
+            "wal_syncs_per_job": statistics.median(r["wal"][3] / jobs for r in runs)}
            if all("wal" in r for r in runs) else {}),
         **({"statements": runs[0]["statements"]} if "statements" in runs[0] else {}),
     }
