@@ -49,6 +49,11 @@ class Bridge final {
   // POST /v2/governed-commits answers BRIDGE_NOT_LEADER and every other route serves as ever
   // (they are the store's alone). Set before serving; unset, the Bridge always leads.
   void lead_by(std::function<bool()> leads) { leads_ = std::move(leads); }
+  // Called when this process takes the lead, before it commits: the ref locks left in the
+  // authority repository were left by a leader that died or lost its session mid-update (only
+  // the leader moves refs), and are removed (BRIDGE_STALE_REF_LOCK_REMOVED), or no commit to
+  // their branches could ever be completed.
+  void took_lead();
 
   // Owner: {task_id, change_set, verification[, governance][, capability_scope]} registers the
   // task's deterministic plan. {201 new | 200 same plan again, plan view}.

@@ -64,6 +64,12 @@ class Repository {
   git_repository* repo_ = nullptr;
 };
 
+// Removes the ref lock files (`refs/**/<name>.lock`, regular files only) in the repository at
+// `git_dir` and returns the refs they locked. Only for a writer that knows no other writer is
+// alive (the Bridge on taking the lead): a lock a writer killed mid-update left would otherwise
+// refuse every update of its ref for good.
+std::vector<std::string> remove_ref_locks(const std::filesystem::path& git_dir);
+
 // Creates a bare repository at `git_dir` holding one root commit with `files` on
 // refs/heads/main (HEAD points there) and returns the commit's id: the broker's self-test
 // builds its disposable repository with it. GIT_OPERATION_FAILED.

@@ -185,4 +185,12 @@ std::pair<int, nlohmann::json> Bridge::governed_commit(const Agent& agent,
   return {201, view_of(task_id, envelope, key, *receipt, false)};
 }
 
+void Bridge::took_lead() {
+  if (options_.authority_git_dir.empty()) return;
+  const std::lock_guard lock(commit_mutex_);
+  for (const auto& ref : git::remove_ref_locks(options_.authority_git_dir)) {
+    log::warn("BRIDGE_STALE_REF_LOCK_REMOVED", {{"ref", ref}});
+  }
+}
+
 }  // namespace aios

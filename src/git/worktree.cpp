@@ -31,6 +31,27 @@ git_repository* open_at(const std::filesystem::path& directory) {
 
 }  // namespace
 
+std::vector<std::string> remove_ref_locks(const std::filesystem::path& git_dir) {
+  constexpr std::string_view kLock = ".lock";
+  std::vector<std::string> refs;
+  std::error_code error;
+  const auto root = git_dir / "refs";
+  for (std::filesystem::recursive_directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    const auto name = it->path().filename().string();
+    if (it->symlink_status().type() != std::filesystem::file_type::regular ||
+        name.size() <= kLock.size() || !name.ends_with(kLock)) {
+      continue;
+    }
+    std::error_code removed;
+    if (std::filesystem::remove(it->path(), removed)) {
+      const auto ref = std::filesystem::relative(it->path(), git_dir).string();
+      refs.push_back(ref.substr(0, ref.size() - kLock.size()));
+    }
+  }
+  return refs;
+}
+
 std::string create_repository(const std::filesystem::path& git_dir,
                               const std::vector<FileChange>& files, const std::string& message,
                               const Signature& author) {

@@ -82,6 +82,7 @@ struct Scheduler::Parts {
   void check_lead() {
     const bool now = leadership->refresh();
     if (metrics.leader() == now) return;
+    if (now) bridge.took_lead();
     metrics.set_leader(now);
     log::info(now ? "LEAD_ACQUIRED" : "LEAD_LOST",
               {{"role", "governed-commits"}, {"store", store->backend()}});

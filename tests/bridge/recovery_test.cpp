@@ -105,6 +105,26 @@ TEST_F(CommitRecoveryTest, PendingWithTheRefNotMovedPutsTheSameCommitInPlace) {
   EXPECT_EQ(branch(), first_["commit_oid"]);
 }
 
+TEST_F(CommitRecoveryTest, ARefLockTheCrashLeftIsRemovedWhenTheLeadIsTakenAndTheCommitCompleted) {
+  // Given the receipt PENDING, the ref never created and its lock file left by a scheduler
+  // killed inside the update, the process that takes the lead should remove the lock and the
+  // retry should put the recorded commit in place.
+  mark_pending();
+  sh("git --git-dir=" + repo_ + " update-ref -d refs/heads/agent/task-recovery");
+  const auto lock = std::filesystem::path(repo_) / "refs/heads/agent/task-recovery.lock";
+  sh("mkdir -p " + lock.parent_path().string() + " && printf '%s\\n' " +
+     std::string(first_["commit_oid"]) + " > " + lock.string());
+  const auto other = std::filesystem::path(repo_) / "refs/heads/main.lock.keep";
+  sh("touch " + other.string());
+  bridge_->took_lead();
+  EXPECT_FALSE(std::filesystem::exists(lock));
+  EXPECT_TRUE(std::filesystem::exists(other)) << "only lock files are removed";
+  const auto [status, again] = bridge_->governed_commit(agent_, body_);
+  EXPECT_EQ(status, 201);
+  EXPECT_EQ(again["commit_oid"], first_["commit_oid"]);
+  EXPECT_EQ(branch(), first_["commit_oid"]);
+}
+
 TEST_F(CommitRecoveryTest, PendingWithTheRefMovedElsewhereIsRefusedAndForgotten) {
   // Given the receipt PENDING and the branch moved by someone else, the retry should refuse,
   // leave the branch alone and drop the receipt.
