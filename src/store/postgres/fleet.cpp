@@ -128,9 +128,9 @@ std::optional<WorkerRecord> PgTransaction::load_worker_row(const std::string& wo
   if (claimant) {
     // The failed tasks of the worker's domain (its failure_domain as kWorkerSelect reads it),
     // then the queue's groups.
-    db_.send_kept(pg::failed_in_domain("COALESCE((SELECT failure_domain FROM "
-                                       "fleet_worker_capacity WHERE worker_id=$1), '')"),
-                  pg::Params().text(worker_id));
+    static const std::string failed = pg::failed_in_domain(
+        "COALESCE((SELECT failure_domain FROM fleet_worker_capacity WHERE worker_id=$1), '')");
+    db_.send_kept(failed, pg::Params().text(worker_id));
     db_.send_kept(pg::kQueuedGroups);
   }
   const auto rows = db_.run(std::string(kWorkerSelect) + " WHERE w.worker_id=$2",
@@ -326,10 +326,10 @@ std::set<std::string> PgTransaction::tasks_failed_in_domain(const std::string& d
     failed_ahead_.reset();
     return tasks;
   }
+  static const std::string failed = pg::failed_in_domain("$1");
   // A claim or a poll reads the queue's groups next: they come in this round trip.
   if (!groups_ahead_) db_.send_kept(pg::kQueuedGroups);
-  const auto tasks =
-      pg::first_column(db_.run(pg::failed_in_domain("$1"), pg::Params().text(domain)));
+  const auto tasks = pg::first_column(db_.run(failed, pg::Params().text(domain)));
   if (auto kept = db_.take_kept(); kept.size() == 1) groups_ahead_ = std::move(kept.front());
   return {tasks.begin(), tasks.end()};
 }

@@ -197,12 +197,6 @@ void PgTransaction::insert_task(const TaskRow& row) {
            params);
 }
 
-std::string PgTransaction::envelope_of(const TaskRow& row) {
-  // Unit separators: no field of one row can run into the next.
-  return row.metadata_json + '\x1f' + row.execution_digest + '\x1f' + row.action + '\x1f' +
-         row.adapter + '\x1f' + scope_text(row.capability_scope);
-}
-
 bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revision,
                                 std::int64_t expected_lease_generation) {
   fetched_.reset();
@@ -380,19 +374,22 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
     std::size_t at = 0;
     bool last_page = false;
   };
-  // Each row with its plan and whether the worker this transaction loaded has it quarantined:
-  // what a claim or a poll asks of a row it may take next.
-  static const std::string rows_sql =
-      std::string("SELECT ") + pg::qualified_task_columns() +
-      ", p.plan_sha256, p.plan_json, p.execution_digest, "
-      "p.created_at, EXISTS (SELECT 1 FROM fleet_task_quarantine q "
-      "WHERE q.task_id=t.task_id AND q.worker_id=$6 AND "
-      "q.quarantined_until>$7) FROM tasks t LEFT JOIN bridge_plans "
-      "p ON p.task_id=t.task_id WHERE t.status='QUEUED' AND "
-      "t.priority=$1 AND t.scope_key=$2 AND t.scope_weight=$3 AND "
-      "t.attempt<t.max_attempts AND t.seq>$4 ORDER BY t.seq LIMIT $5";
-  static const std::string claim_sql = rows_sql + " FOR UPDATE OF t SKIP LOCKED";
-  const auto& sql = writing_ ? claim_sql : rows_sql;
+  // Each row with whether the worker this transaction loaded has it quarantined, which a claim
+  // and a poll ask of a row they may take next, and for a claim the row's plan (its resolution).
+  const auto page_sql = [](bool claiming) {
+    return std::string("SELECT ") + pg::qualified_task_columns() +
+           ", EXISTS (SELECT 1 FROM fleet_task_quarantine q WHERE q.task_id=t.task_id AND "
+           "q.worker_id=$6 AND q.quarantined_until>$7)" +
+           (claiming ? ", p.plan_sha256, p.plan_json, p.execution_digest, p.created_at FROM "
+                       "tasks t LEFT JOIN bridge_plans p ON p.task_id=t.task_id"
+                     : " FROM tasks t") +
+           " WHERE t.status='QUEUED' AND t.priority=$1 AND t.scope_key=$2 AND "
+           "t.scope_weight=$3 AND t.attempt<t.max_attempts AND t.seq>$4 ORDER BY t.seq LIMIT $5" +
+           (claiming ? " FOR UPDATE OF t SKIP LOCKED" : "");
+  };
+  static const std::string poll_sql = page_sql(false);
+  static const std::string claim_sql = page_sql(true);
+  const auto& sql = writing_ ? claim_sql : poll_sql;
   const auto params = [this](const Group& group, std::int64_t after_seq, std::int64_t limit) {
     return pg::Params()
         .integer(group.priority)
@@ -407,17 +404,17 @@ void PgTransaction::visit_queued_tasks_in_fleet_order(
     group.page = pg::task_rows(rows);
     for (int at = 0; at < rows.size(); ++at) {
       const auto& row = group.page[static_cast<std::size_t>(at)];
-      if (writing_) hold(row);
-      plans_ahead_[row.task_id] = rows.null(at, pg::kTaskColumnCount)
-                                      ? std::nullopt
-                                      : std::optional<PlanRecord>(PlanRecord{
-                                            row.task_id, rows.text(at, pg::kTaskColumnCount),
-                                            rows.text(at, pg::kTaskColumnCount + 1),
-                                            rows.text(at, pg::kTaskColumnCount + 2),
-                                            rows.text(at, pg::kTaskColumnCount + 3)});
       if (!ahead_worker_.empty()) {
-        quarantined_ahead_[row.task_id] = rows.text(at, pg::kTaskColumnCount + 4) == "t";
+        quarantined_ahead_[row.task_id] = rows.text(at, pg::kTaskColumnCount) == "t";
       }
+      if (!writing_) continue;
+      hold(row);
+      constexpr int plan = pg::kTaskColumnCount + 1;
+      plans_ahead_[row.task_id] =
+          rows.null(at, plan) ? std::nullopt
+                              : std::optional<PlanRecord>(PlanRecord{
+                                    row.task_id, rows.text(at, plan), rows.text(at, plan + 1),
+                                    rows.text(at, plan + 2), rows.text(at, plan + 3)});
     }
     group.at = 0;
     group.last_page = static_cast<std::int64_t>(group.page.size()) < limit;

@@ -175,8 +175,18 @@ class PgTransaction final : public Transaction {
   // The envelope (metadata_json and the execution columns kept from it) of each task row held,
   // as read or written: an update that leaves it as it is does not write it again, so the
   // server keeps the out-of-line value it has (migration 14) instead of writing a new copy.
-  std::map<std::string, std::string> envelopes_;
-  static std::string envelope_of(const TaskRow& row);
+  struct Envelope {
+    std::string metadata_json;
+    std::string execution_digest;
+    std::string action;
+    std::string adapter;
+    std::optional<Names> capability_scope;
+    bool operator==(const Envelope&) const = default;
+  };
+  static Envelope envelope_of(const TaskRow& row) {
+    return {row.metadata_json, row.execution_digest, row.action, row.adapter, row.capability_scope};
+  }
+  std::map<std::string, Envelope> envelopes_;
   void hold(const TaskRow& row) {
     locked_tasks_[row.task_id] = Fences{row.revision, row.lease_generation};
     envelopes_[row.task_id] = envelope_of(row);
