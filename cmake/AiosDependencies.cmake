@@ -13,6 +13,8 @@ pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2>=1.5)
 pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq>=15)
 # sd_notify readiness and watchdog pings for Type=notify units.
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+# The sandboxes' syscall filter (process/syscall_filter.cpp).
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp>=2.5)
 if(AIOS_BUILD_TESTS)
   find_package(GTest 1.12 REQUIRED)
 endif()

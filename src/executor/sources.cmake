@@ -21,7 +21,9 @@ target_sources(aios_core PRIVATE
   process/run.cpp
   process/sandbox_plan.cpp
   process/spawn.cpp
+  process/syscall_filter.cpp
 )
+target_link_libraries(aios_core PRIVATE PkgConfig::SECCOMP)
 # The first step inside every sandbox (process/sandbox_exec/main.cpp), built into the library as
 # bytes that bubblewrap copies into the sandbox: nothing to install or find at run time. It runs
 # where there may be no /proc, so none of the build's sanitizer or coverage options apply to it.

@@ -209,6 +209,7 @@ struct Handed {
   int status;
   int exec_program;
   int exec_report;
+  int syscall_filter;
 };
 
 [[noreturn]] void child(const Prepared& p, StandardFds fds, Handed handed, int channel_in) {
@@ -217,21 +218,24 @@ struct Handed {
   if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
     fail(channel_in, kStdio);
   }
-  // Then the hosts file, the status pipe, aios-sandbox-exec and its report pipe, and our
-  // report channel (closed by exec), from copies above them all, and nothing else.
+  // Then the hosts file, the status pipe, aios-sandbox-exec and its report pipe, the syscall
+  // filter, and our report channel (closed by exec), from copies above them all, and nothing
+  // else.
   const int high_hosts = ::fcntl(handed.hosts, F_DUPFD, 10);
   const int high_status = ::fcntl(handed.status, F_DUPFD, 10);
   const int high_program = ::fcntl(handed.exec_program, F_DUPFD, 10);
   const int high_report = ::fcntl(handed.exec_report, F_DUPFD, 10);
+  const int high_filter = ::fcntl(handed.syscall_filter, F_DUPFD, 10);
   const int high_channel = ::fcntl(channel_in, F_DUPFD_CLOEXEC, 10);
-  if (high_hosts < 0 || high_status < 0 || high_program < 0 || high_report < 0 ||
+  if (high_hosts < 0 || high_status < 0 || high_program < 0 || high_report < 0 || high_filter < 0 ||
       high_channel < 0 || ::dup2(high_hosts, kHostsFd) < 0 || ::dup2(high_status, kStatusFd) < 0 ||
       ::dup2(high_program, kExecFd) < 0 || ::dup2(high_report, kExecReportFd) < 0 ||
+      ::dup2(high_filter, kSyscallFilterFd) < 0 ||
       ::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) {
     fail(channel_in, kStdio);
   }
   const int channel = kChannelFd;
-  ::close_range(kExecReportFd + 1, ~0U, 0);
+  ::close_range(kSyscallFilterFd + 1, ~0U, 0);
   if (p.drop_root && !stage_sources(p)) fail(channel, kStaging);
 
   sigset_t none;
@@ -416,6 +420,7 @@ Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds) {
   const Prepared prepared = prepare(plan, spec);
   const Fd hosts = data_file("aios-sandbox-hosts", plan.hosts);
   const Fd program = data_file("aios-sandbox-exec", sandbox_exec_program());
+  const Fd filter = data_file("aios-syscall-filter", syscall_filter_program());
   auto [status_read, status_write] = nonblocking_pipe();
   auto [report_read, report_write] = nonblocking_pipe();
   int pair[2] = {-1, -1};
@@ -427,7 +432,8 @@ Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "sandbox: fork");
   if (pid == 0) {
-    child(prepared, fds, {hosts.get(), status_write.get(), program.get(), report_write.get()},
+    child(prepared, fds,
+          {hosts.get(), status_write.get(), program.get(), report_write.get(), filter.get()},
           theirs.get());
   }
   theirs.reset();

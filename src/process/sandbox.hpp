@@ -78,6 +78,10 @@ Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds);
 // The errno aios-sandbox-exec reported for a child it could not execute, if it did.
 std::optional<int> exec_failure(const Fd& exec_report);
 
+// The syscall filter every sandbox runs under, compiled once a process (syscall_filter.cpp).
+// Throws std::system_error when libseccomp cannot build it.
+std::string_view syscall_filter_program();
+
 // The aios-sandbox-exec program, as the build embedded it.
 std::string_view sandbox_exec_program();
 

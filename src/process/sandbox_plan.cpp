@@ -156,7 +156,8 @@ Plan plan_sandbox(const Spec& spec, bool own_procfs, bool staged) {
   // No UTS namespace: the units' ProtectHostname= already forbids sethostname, and the host's
   // name is no secret.
   add(argv, {kBubblewrap, "--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
-             "--unshare-ipc", "--cap-drop", "ALL", "--json-status-fd", std::to_string(kStatusFd)});
+             "--unshare-ipc", "--cap-drop", "ALL", "--json-status-fd", std::to_string(kStatusFd),
+             "--seccomp", std::to_string(kSyscallFilterFd)});
   std::vector<fs::path> visible;
   add_system(argv, visible);
   const auto tmp_size = std::to_string(sandbox.limits.tmp_bytes);

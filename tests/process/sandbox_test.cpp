@@ -1,6 +1,8 @@
 // The sandbox of process::run, child by child: what a confined program sees, which processes
 // outlive it (none), which addresses it reaches (exactly its destinations) and how far it can
 // grow. The child is /usr/bin/python3 with a script that reports what it could do as JSON.
+#include "process/sandbox.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -258,6 +260,67 @@ TEST_F(SandboxTest, LimitsBoundForksFilesAndTmp) {
   EXPECT_TRUE(refused(ran.report, "big_file")) << ran.report;
   EXPECT_TRUE(refused(ran.report, "fill_tmp")) << ran.report;
   EXPECT_LE(fs::file_size(dir_ / "run" / "big"), 1U << 20);
+}
+
+// Given a child that tries the kernel's larger surfaces by raw syscall (new namespaces by
+// unshare, clone and setns, clone3, the keyring, io_uring, bpf, perf events, userfaultfd,
+// ptrace, the mount family, modules, kexec, reboot, raw netlink and packet sockets), each should
+// be answered by the syscall filter, and the filter should be on (Seccomp: 2).
+TEST_F(SandboxTest, TheSyscallFilterRefusesTheKernelsLargerSurfaces) {
+  const auto agent = fs::path(AIOS_SOURCE_DIR) / "tests" / "security" / "escape_agent.py";
+  auto sandbox = basic();
+  sandbox.read_only = {agent};
+  Spec spec;
+  spec.argv = {"/usr/bin/python3", agent.string(), json{{"kernel", true}}.dump()};
+  spec.environment = {"LC_ALL=C.UTF-8"};
+  spec.working_directory = dir_ / "run";
+  spec.timeout = std::chrono::seconds(30);
+  spec.sandbox = std::move(sandbox);
+  std::string out;
+  std::string err;
+  spec.on_stdout = [&](std::string_view chunk) { out.append(chunk); };
+  spec.on_stderr = [&](std::string_view chunk) { err.append(chunk); };
+  ASSERT_EQ(run(spec).exit_code, 0) << err;
+  const auto escapes = json::parse(out, nullptr, false).value("escapes", json::object());
+  int kernel = 0;
+  for (const auto& [name, outcome] : escapes.items()) {
+    if (name.rfind("kernel:", 0) != 0) continue;
+    ++kernel;
+    EXPECT_EQ(outcome.get<std::string>().rfind("refused:", 0), 0U) << name << " " << outcome;
+  }
+  EXPECT_GE(kernel, 26) << escapes;
+  if (procfs_mountable()) {
+    EXPECT_EQ(escapes["kernel:seccomp_status"], "refused:PermissionError:None") << escapes;
+  }
+}
+
+// Given the filter, what ordinary programs do should still work: threads (glibc falls back from
+// clone3 to clone), processes, IPv4 and Unix sockets, name resolution; and the filter's own
+// descriptor should not reach the child.
+TEST_F(SandboxTest, OrdinaryProgramsRunUnderTheSyscallFilter) {
+  const auto ran = run_script(
+      "import threading, subprocess\n"
+      "def thread():\n"
+      "    seen = []\n"
+      "    t = threading.Thread(target=lambda: seen.append(1))\n"
+      "    t.start(); t.join()\n"
+      "    return len(seen)\n"
+      "attempt('thread', thread)\n"
+      "attempt('process', lambda: subprocess.run(['/usr/bin/true']).returncode)\n"
+      "attempt('inet', lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close())\n"
+      "attempt('unix', lambda: len(socket.socketpair()))\n"
+      "attempt('resolve', lambda: socket.getaddrinfo('localhost', 80)[0][4][0])\n"
+      "attempt('fds', lambda: sorted(int(f) for f in os.listdir('/proc/self/fd'))[:4])\n",
+      basic(), dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.report["thread"], "ok:1") << ran.report;
+  EXPECT_EQ(ran.report["process"], "ok:0") << ran.report;
+  EXPECT_EQ(ran.report["inet"], "ok:None") << ran.report;
+  EXPECT_EQ(ran.report["unix"], "ok:2") << ran.report;
+  EXPECT_EQ(ran.report["resolve"], "ok:127.0.0.1") << ran.report;
+  if (procfs_mountable()) {
+    EXPECT_EQ(ran.report["fds"], "ok:[0, 1, 2, 3]") << ran.report;
+  }
 }
 
 // Given a child that prints what bubblewrap prints when it cannot start one ("bwrap: ...") and

@@ -121,6 +121,91 @@ def secret_environment():
 
 
 attempt("secret_environment", secret_environment)
+
+
+# The kernel's larger surfaces, by raw syscall (x86_64 and aarch64 numbers): every one should be
+# refused by the sandbox's syscall filter. "ok" when the call succeeded or failed for a reason of
+# its own (EINVAL, EFAULT, ...), which means it reached the kernel; "refused" only for the
+# filter's answers (EPERM, ENOSYS for clone3, EAFNOSUPPORT for the socket families).
+SYSCALLS = {
+    "x86_64": {"unshare": 272, "setns": 308, "clone": 56, "clone3": 435, "add_key": 248,
+               "keyctl": 250, "request_key": 249, "io_uring_setup": 425, "bpf": 321,
+               "perf_event_open": 298, "userfaultfd": 323, "ptrace": 101, "mount": 165,
+               "umount2": 166, "pivot_root": 155, "fsopen": 430, "open_tree": 428,
+               "init_module": 175, "finit_module": 313, "kexec_load": 246, "reboot": 169,
+               "open_by_handle_at": 304, "process_vm_readv": 310},
+    "aarch64": {"unshare": 97, "setns": 268, "clone": 220, "clone3": 435, "add_key": 217,
+                "keyctl": 219, "request_key": 218, "io_uring_setup": 425, "bpf": 280,
+                "perf_event_open": 241, "userfaultfd": 282, "ptrace": 117, "mount": 40,
+                "umount2": 39, "pivot_root": 41, "fsopen": 430, "open_tree": 428,
+                "init_module": 105, "finit_module": 273, "kexec_load": 104, "reboot": 142,
+                "open_by_handle_at": 265, "process_vm_readv": 270},
+}
+FILTERED = {1: "EPERM", 38: "ENOSYS", 97: "EAFNOSUPPORT"}
+
+
+def kernel_attempts():
+    import ctypes
+    import platform
+    libc = ctypes.CDLL(None, use_errno=True)
+    numbers = SYSCALLS[platform.machine()]
+    long = ctypes.c_long
+
+    def syscall(name, *args):
+        def call():
+            result = libc.syscall(long(numbers[name]), *[long(a) for a in args])
+            error = ctypes.get_errno()
+            if result == 0 and name == "clone":
+                os._exit(0)  # a child the filter let through
+            if result > 0 and name == "clone":
+                os.waitpid(result, 0)
+            if result == -1 and error in FILTERED:
+                raise OSError(error, FILTERED[error])
+            return "returned %d errno %d" % (result, error if result == -1 else 0)
+        attempt("kernel:" + name, call)
+
+    clone_newuser, clone_newnet, clone_newns = 0x10000000, 0x40000000, 0x00020000
+    syscall("unshare", clone_newuser)
+    syscall("unshare", clone_newns)
+    # A new user namespace by clone: the child (if there were one) exits at once.
+    syscall("clone", clone_newuser | 17, 0, 0, 0, 0)
+    syscall("setns", 0, clone_newnet)
+    syscall("clone3", 0, 0)
+    syscall("add_key", 0, 0, 0, 0, -2)
+    syscall("keyctl", 0, -3, 0)
+    syscall("request_key", 0, 0, 0, 0)
+    syscall("io_uring_setup", 1, 0)
+    syscall("bpf", 0, 0, 0)
+    syscall("perf_event_open", 0, 0, -1, -1, 0)
+    syscall("userfaultfd", 0)
+    syscall("ptrace", 0, 0, 0, 0)  # PTRACE_TRACEME
+    syscall("process_vm_readv", 1, 0, 0, 0, 0, 0)
+    syscall("mount", 0, 0, 0, 0, 0)
+    syscall("umount2", 0, 0)
+    syscall("pivot_root", 0, 0)
+    syscall("fsopen", 0, 0)
+    syscall("open_tree", -100, 0, 0)
+    syscall("init_module", 0, 0, 0)
+    syscall("finit_module", -1, 0, 0)
+    syscall("kexec_load", 0, 0, 0, 0)
+    syscall("reboot", 0, 0, 0, 0)
+    syscall("open_by_handle_at", -1, 0, 0)
+    for family, name in ((socket.AF_NETLINK, "netlink"), (socket.AF_PACKET, "packet")):
+        attempt("kernel:socket_" + name,
+                lambda family=family: socket.socket(family, socket.SOCK_RAW, 0).close())
+
+    def seccomp_mode():
+        for line in read("/proc/self/status").splitlines():
+            if line.startswith("Seccomp:"):
+                if line.split()[1] == "2":
+                    raise PermissionError("filtered")
+                return line
+        raise OSError("no Seccomp line")
+    attempt("kernel:seccomp_status", seccomp_mode)
+
+
+if known.get("kernel"):
+    kernel_attempts()
 if known.get("survive"):
     attempt("survive", survive)
 if known.get("fork_bomb"):

@@ -85,7 +85,8 @@ class AgentEscape : public ExecutorTest {
 // Given a hostile agent that knows every path and port of its executor, none of its escapes
 // should work: no credential file, no exchange read or write, no forged result, no queue
 // injection, no other run's files, no profile root, no host loopback or other address, no
-// foreign /proc, no second secret in its environment, nothing outliving the run, a bounded fork
+// foreign /proc, no second secret in its environment, no syscall of the kernel's larger surfaces
+// (tests/process/sandbox_test.cpp lists them), nothing outliving the run, a bounded fork
 // bomb and disk fill; and the executor should go on serving.
 TEST_F(AgentEscape, HostileAgentStaysInItsSandbox) {
   // A listener on the host's loopback standing in for the Task API and the Bridge.
@@ -107,6 +108,7 @@ TEST_F(AgentEscape, HostileAgentStaysInItsSandbox) {
        json::array({"127.0.0.1:" + std::to_string(control_plane.port()),
                     "127.0.0.2:" + std::to_string(control_plane.port()), "10.255.255.1:80"})},
       {"survive", true},
+      {"kernel", true},
       {"fork_bomb", true},
       {"fill", "fill.bin"},
       {"fill_bytes", 64 << 20}};

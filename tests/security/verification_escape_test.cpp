@@ -67,7 +67,8 @@ TEST_P(VerificationEscape, HostileVerificationCommandStaysInItsSandbox) {
       {"connects", Json::array({"127.0.0.1:" + std::to_string(port()),
                                 "127.0.0.1:" + std::to_string(scheduler().bridge_port())})},
       {"unix_connects", {socket.string()}},
-      {"survive", true}};
+      {"survive", true},
+      {"kernel", true}};
   auto body = deterministic_task(
       binding("task-escape", "agent/escape"),
       {write_file("escape.py", test::read_text_file(fs::path(AIOS_SOURCE_DIR) / "tests" /
