@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
     options.host = host;
     options.port = port;
     options.tls = tls.load();
+    options.allowed_hosts = tls.allowed_hosts;
     options.max_body_bytes = aios::ExecutionRebindApi::kServerBodyLimit;
     options.on_unhandled_exception = [](std::string_view what) {
       aios::log::error("HANDLER_EXCEPTION", {{"what", what}});

@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   const aios::daemon::TerminationSignals signals(true);
   try {
     options.tls = tls.load();
+    options.allowed_hosts = tls.allowed_hosts;
     aios::Scheduler scheduler(
         options,
         aios::read_secret_file(token_file, 32, aios::ErrorCode::CONTROL_CREDENTIAL_UNAVAILABLE,

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "aios/http.hpp"
 #include "aios/log.hpp"
@@ -21,6 +22,7 @@ struct TlsListenerFlags {
   std::string certificate;
   std::string key;
   std::string client_ca;
+  std::vector<std::string> allowed_hosts;
 
   void add_to(CLI::App& app) {
     app.add_option("--tls-certificate-file", certificate,
@@ -34,6 +36,12 @@ struct TlsListenerFlags {
                    "Mutual TLS: the CA bundle (PEM) client certificates must chain to; every "
                    "agent request must then come with the certificate recorded for its agent")
         ->envname("AIOS_TLS_CLIENT_CA_FILE");
+    app.add_option("--allowed-hosts", allowed_hosts,
+                   "Names (and IP literals) a request's Host header may carry besides loopback "
+                   "ones and the listeners' own addresses, comma-separated: what remote callers "
+                   "of a TLS listener use. Any other Host is answered 421 HTTP_HOST_NOT_ALLOWED")
+        ->delimiter(',')
+        ->envname("AIOS_ALLOWED_HOSTS");
   }
 
   // The credentials the options name, or nullptr when none is named. TLS_CREDENTIALS_INVALID

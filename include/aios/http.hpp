@@ -20,6 +20,9 @@
 //   HTTP_UPSTREAM_RESPONSE_INVALID (502) the peer's answer is not HTTP/1.1 or is too large
 //   HTTP_UPSTREAM_TIMEOUT (503)      the peer did not answer within the client timeout
 //   HTTP_CLIENT_CANCELLED (503)      the caller gave up a request while it waited
+//   HTTP_CONNECTION_LIMIT (503)      no room for a connection (ServerOptions::max_connections)
+//   HTTP_BODY_BUDGET_EXHAUSTED (503) bodies held past ServerOptions::max_body_bytes_held
+//   HTTP_HOST_NOT_ALLOWED (421)      a Host that is neither loopback nor allowed_hosts
 //   INTERNAL_ERROR (500)             a handler threw something other than aios::Error
 // and, section TLS: TLS_CREDENTIALS_INVALID, TLS_PLAINTEXT_REQUEST, TLS_CLIENT_CERTIFICATE_*
 // (a TLS listener's refusals of a client before its request reaches the handler) and
@@ -266,11 +269,29 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{30000};
   // How long stop() waits for requests already read to be answered.
   std::chrono::milliseconds drain_timeout{10000};
-  // Open connections at most, in all and from one peer address: a connection past either is
-  // answered 503 HTTP_CONNECTION_LIMIT and closed at once, so a flood costs one descriptor
-  // per connection for an instant and never a session.
+  // Open connections at most, in all and from one peer address. With `admits` set, a connection
+  // none of whose requests was admitted yet is unauthenticated: it waits for its next request
+  // at most unauthenticated_idle_timeout, and when a new connection finds either bound reached,
+  // the longest-waiting unauthenticated one (of that peer, for the peer's bound) is closed to
+  // make room, so connections without a token cannot hold the capacity of callers with one
+  // (every local user can bind any 127.x address: a per-address bound alone is no defence).
+  // A connection that finds no room even so is answered 503 HTTP_CONNECTION_LIMIT and closed at
+  // once, so a flood costs one descriptor per connection for an instant and never a session.
   std::size_t max_connections = 1024;
   std::size_t max_connections_per_peer = 512;
+  std::chrono::milliseconds unauthenticated_idle_timeout{5000};
+  // Request bodies held in memory at once, over all connections: a body over admit_before_bytes
+  // (or of unknown length: then the target's limit) is counted at its length before it is read,
+  // until its answer is made. One that does not fit is answered 503
+  // HTTP_BODY_BUDGET_EXHAUSTED unread. Smaller bodies are bounded by the connection caps.
+  std::size_t max_body_bytes_held = 64 * 1024 * 1024;
+  // The names a request's Host header may carry besides loopback ones (localhost, 127.0.0.0/8,
+  // ::1) and the listener's own addresses: those remote callers of a TLS listener use (names
+  // and IP literals, compared without case). Any other Host is answered 421
+  // HTTP_HOST_NOT_ALLOWED before the handler runs, so a web page that rebinds its DNS name to
+  // the listener reads nothing through the operator's browser. A request without Host (HTTP/1.0)
+  // passes.
+  std::vector<std::string> allowed_hosts;
   // Asked once a request's headers are read, before a body over admit_before_bytes (or of
   // unknown length, chunked) is read: false answers 401 UNAUTHORIZED and closes the connection
   // without reading the body, so a caller without a valid token cannot make the server buffer

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "aios/bridge.hpp"
 #include "aios/environment.hpp"
@@ -42,6 +43,8 @@ struct SchedulerOptions {
   // Set: both listeners speak TLS with these credentials (and may take network addresses; with
   // a client CA, every agent request needs its bound certificate). The main reloads them.
   std::shared_ptr<http::TlsServerCredentials> tls;
+  // Host names both listeners answer besides loopback ones (http::ServerOptions::allowed_hosts).
+  std::vector<std::string> allowed_hosts;
   // The owner's control token counts from peers that are not loopback too.
   bool remote_owner = false;
 };

@@ -25,6 +25,19 @@ void refuse_connection(tcp::socket& socket) {
   socket.close(ignored);
 }
 
+// Under state.mutex: closes the unauthenticated connection (of `peer`, when given) that has
+// waited longest for a request, to make room for a new one. False when there is none.
+bool evict_one(ServerState& state, const std::string* peer) {
+  Session* oldest = nullptr;
+  for (Session* session : state.sessions) {
+    if (!session->evictable() || (peer != nullptr && session->peer() != *peer)) continue;
+    if (oldest == nullptr || session->waiting_since() < oldest->waiting_since()) oldest = session;
+  }
+  if (oldest == nullptr) return false;
+  oldest->evict();
+  return true;
+}
+
 }  // namespace
 
 Listener::Listener(net::io_context& io, const tcp::endpoint& endpoint,
@@ -89,9 +102,13 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
     if (!state_->stopping.load()) {
       const auto& options = state_->options;
       const auto from_peer = state_->per_peer.find(peer);
-      over_limit = state_->sessions.size() >= options.max_connections ||
-                   (from_peer != state_->per_peer.end() &&
-                    from_peer->second >= options.max_connections_per_peer);
+      const bool peer_full = from_peer != state_->per_peer.end() &&
+                             from_peer->second >= options.max_connections_per_peer;
+      const bool full = state_->sessions.size() >= options.max_connections;
+      // The evicted connection leaves once its strand runs; until then the bound is passed by
+      // the connections being evicted, each already taken out of the candidates.
+      over_limit = (peer_full || full) &&
+                   !(options.admits && evict_one(*state_, peer_full ? &peer : nullptr));
       if (!over_limit) {
         ++state_->per_peer[peer];
         session = std::make_shared<Session>(std::move(socket), state_, std::move(peer),

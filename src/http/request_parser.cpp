@@ -19,7 +19,8 @@ RequestParser::RequestParser(Request& request, std::size_t max_body_bytes,
                              std::size_t max_header_bytes,
                              std::function<std::size_t(std::string_view)> body_limit_for)
     : request_(request), body_limit_for_(std::move(body_limit_for)) {
-  body_limit(std::uint64_t{max_body_bytes});
+  body_bytes_limit_ = max_body_bytes;
+  body_limit(body_bytes_limit_);
   header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(max_header_bytes, UINT32_MAX)));
   request_.method.clear();
   request_.target.clear();
@@ -46,7 +47,8 @@ void RequestParser::on_request_impl(beast::http::verb, beast::string_view method
   // Before the fields: Beast refuses a Content-Length over the limit as it finishes the header.
   if (body_limit_for_) {
     if (const auto limit = body_limit_for_(request_.target); limit > 0) {
-      body_limit(std::uint64_t{limit});
+      body_bytes_limit_ = limit;
+      body_limit(body_bytes_limit_);
     }
   }
 }

@@ -28,6 +28,9 @@ class RequestParser final : public beast::http::basic_parser<true> {
   // HTTP version of the request line (10 or 11).
   int version() const { return version_; }
 
+  // The most body bytes this request may bring (its target's limit, once the line is read).
+  std::uint64_t body_bytes_limit() const { return body_bytes_limit_; }
+
  private:
   void on_request_impl(beast::http::verb method, beast::string_view method_str,
                        beast::string_view target, int version, beast::error_code& ec) override;
@@ -45,6 +48,7 @@ class RequestParser final : public beast::http::basic_parser<true> {
 
   Request& request_;
   std::function<std::size_t(std::string_view)> body_limit_for_;
+  std::uint64_t body_bytes_limit_ = 0;
   std::size_t headers_used_ = 0;
   int authorization_count_ = 0;
   int version_ = 11;

@@ -28,6 +28,8 @@ struct ServerState {
 
   std::atomic<bool> stopping{false};      // set once by Server::stop
   std::atomic<std::size_t> in_flight{0};  // requests read and not yet answered
+  // Request bodies counted against options.max_body_bytes_held (Session reserves and returns).
+  std::atomic<std::size_t> body_bytes_held{0};
 
   std::mutex mutex;                       // guards sessions and per_peer
   std::condition_variable drained;        // notified when a session leaves `sessions`

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "http/admission.hpp"
 #include "http/response.hpp"
 
 namespace aios::http::detail {
@@ -48,7 +49,8 @@ Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state, std::st
     : tls_(std::move(tls)),
       stream_(stream_of(std::move(socket), tls_)),
       state_(std::move(state)),
-      peer_(std::move(peer_address)) {
+      peer_(std::move(peer_address)),
+      authenticated_(!state_->options.admits) {
   beast::error_code ec;
   const auto peer = lowest().socket().remote_endpoint(ec);
   if (!ec) {
@@ -72,6 +74,7 @@ void Session::with_stream(Step&& step) {
 
 Session::~Session() {
   if (counted_) state_->in_flight.fetch_sub(1);
+  state_->body_bytes_held.fetch_sub(body_reserved_);
   const std::lock_guard lock(state_->mutex);
   state_->sessions.erase(this);
   if (const auto peer = state_->per_peer.find(peer_);
@@ -90,7 +93,7 @@ void Session::start() {
   phase_ = Phase::handshaking;
   // The handshake counts against the caps like any connection, and a peer that stalls in it is
   // dropped at the handshake timeout.
-  lowest().expires_after(state_->options.handshake_timeout);
+  wait_for_request(state_->options.handshake_timeout);
   net::dispatch(lowest().get_executor(), [self = shared_from_this()] {
     beast::async_detect_ssl(self->lowest(), self->buffer_,
                             beast::bind_front_handler(&Session::on_detected, self));
@@ -149,13 +152,32 @@ void Session::request_stop() {
   });
 }
 
+void Session::evict() {
+  if (!evictable_.exchange(false)) return;
+  net::post(lowest().get_executor(), [weak = weak_from_this()] {
+    const auto self = weak.lock();
+    if (self && self->waiting_) self->close();
+  });
+}
+
+void Session::wait_for_request(std::chrono::steady_clock::duration timeout) {
+  lowest().expires_after(timeout);
+  waiting_ = true;
+  waiting_since_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+  evictable_.store(!authenticated_);
+}
+
 void Session::read_header() {
   if (stop_requested_ || state_->stopping.load()) return close();
   phase_ = Phase::reading;
   const auto& options = state_->options;
   parser_.emplace(request_, options.max_body_bytes, options.max_header_bytes,
                   options.max_body_bytes_for);
-  lowest().expires_after(options.read_timeout);  // covers header and body together
+  // Covers header and body together.
+  wait_for_request(authenticated_
+                       ? options.read_timeout
+                       : std::min<std::chrono::steady_clock::duration>(
+                             options.read_timeout, options.unauthenticated_idle_timeout));
   with_stream([this](auto& stream) {
     bhttp::async_read_header(stream, buffer_, *parser_,
                              beast::bind_front_handler(&Session::on_header, shared_from_this()));
@@ -163,10 +185,12 @@ void Session::read_header() {
 }
 
 void Session::on_header(beast::error_code ec, std::size_t) {
+  waiting_ = false;
+  evictable_.store(false);
   if (ec) return on_read_failed(ec);
   if (refusal_) return refuse(*refusal_);
+  if (const auto refusal = refused_before_body()) return refuse(*refusal);
   if (parser_->is_done()) return answer();
-  if (!admitted()) return refuse(ErrorCode::UNAUTHORIZED);
   if (parser_->expects_continue()) {
     with_stream([this](auto& stream) {
       net::async_write(stream, net::buffer(kContinue.data(), kContinue.size()),
@@ -177,12 +201,38 @@ void Session::on_header(beast::error_code ec, std::size_t) {
   read_body();
 }
 
-bool Session::admitted() const {
+std::optional<ErrorCode> Session::refused_before_body() {
   const auto& options = state_->options;
-  if (!options.admits) return true;
+  if (!host_allowed(request_.header("Host"), options.host, options.allowed_hosts)) {
+    return ErrorCode::HTTP_HOST_NOT_ALLOWED;
+  }
+  if (parser_->is_done()) return std::nullopt;
   const auto length = parser_->content_length();
-  if (length && *length <= options.admit_before_bytes) return true;
-  return options.admits(request_);
+  if (length && *length <= options.admit_before_bytes) return std::nullopt;
+  if (!admitted()) return ErrorCode::UNAUTHORIZED;
+  // A body of unknown length (chunked) may come to its target's limit.
+  const auto bytes = static_cast<std::size_t>(length ? *length : parser_->body_bytes_limit());
+  if (!reserve_body(state_->body_bytes_held, options.max_body_bytes_held, bytes)) {
+    return ErrorCode::HTTP_BODY_BUDGET_EXHAUSTED;
+  }
+  body_reserved_ = bytes;
+  // The wait for the rest may have been an unauthenticated connection's short one.
+  lowest().expires_after(options.read_timeout);
+  return std::nullopt;
+}
+
+bool Session::admitted() {
+  const auto& admits = state_->options.admits;
+  const bool admitted = !admits || admits(request_);
+  authenticated_ = authenticated_ || admitted;
+  return admitted;
+}
+
+void Session::return_body_budget() {
+  if (body_reserved_ == 0) return;
+  state_->body_bytes_held.fetch_sub(body_reserved_);
+  body_reserved_ = 0;
+  std::string().swap(request_.body);  // an idle connection must not keep the body's capacity
 }
 
 void Session::on_continue_sent(beast::error_code ec, std::size_t) {
@@ -224,6 +274,8 @@ void Session::on_read_failed(beast::error_code ec) {
 }
 
 void Session::answer() {
+  // A connection is known to be authenticated only once one of its requests is admitted.
+  if (!authenticated_) admitted();
   phase_ = Phase::answering;
   state_->in_flight.fetch_add(1);
   counted_ = true;
@@ -273,6 +325,7 @@ void Session::refuse(ErrorCode code) {
 }
 
 void Session::send(Response response) {
+  return_body_budget();  // the answer is made: the request's body is no longer needed
   // Decided now, on the strand: a stop requested before this point closes after this answer.
   keep_alive_ = keep_alive_ && !stop_requested_ && !state_->stopping.load();
   write_head(response, keep_alive_, parser_->version() == 10, head_);

@@ -12,6 +12,9 @@
 // destroyed.
 
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +45,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // already read is answered first with "Connection: close". Safe from any thread.
   void request_stop();
 
+  // Under state->mutex, from the listener: whether this connection is unauthenticated and
+  // waiting for a request (or its TLS handshake), and since when (steady clock ticks).
+  bool evictable() const { return evictable_.load(); }
+  std::int64_t waiting_since() const { return waiting_since_.load(); }
+  const std::string& peer() const { return peer_; }
+  // Closes the connection if it is still waiting unauthenticated (it is taken out of the
+  // candidates at once). Safe from any thread.
+  void evict();
+
  private:
   enum class Phase { handshaking, reading, answering, lingering, closed };
   using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -58,7 +70,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_header();
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_continue_sent(beast::error_code ec, std::size_t bytes);
-  bool admitted() const;
+  bool admitted();
+  // The Host check and the body budget, once the headers are read: the refusal, if any.
+  std::optional<ErrorCode> refused_before_body();
+  void wait_for_request(std::chrono::steady_clock::duration timeout);
+  void return_body_budget();
   void read_body();
   void on_body(beast::error_code ec, std::size_t bytes);
   void on_read_failed(beast::error_code ec);
@@ -93,6 +109,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // The answer every request on this connection gets: its client certificate failed.
   std::optional<ErrorCode> refusal_;
   bool tls_up_ = false;  // the TLS handshake completed
+  // A request on this connection was admitted (ServerOptions::admits), or the server admits
+  // every request: the connection is never evicted nor on the short idle timeout.
+  bool authenticated_ = false;
+  std::size_t body_reserved_ = 0;  // this request's share of state_->body_bytes_held
+  bool waiting_ = false;           // for a request or the TLS handshake (evict() closes only then)
+  std::atomic<bool> evictable_{false};
+  std::atomic<std::int64_t> waiting_since_{0};
 };
 
 }  // namespace aios::http::detail

@@ -3,6 +3,7 @@
 target_sources(aios_core PRIVATE
   http/client.cpp
   http/client_connection.cpp
+  http/admission.cpp
   http/listener.cpp
   http/request.cpp
   http/request_parser.cpp

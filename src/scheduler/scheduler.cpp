@@ -23,6 +23,7 @@ http::ServerOptions listener(const std::string& host, std::uint16_t port,
   options.port = port;
   options.threads = scheduler.threads;
   options.tls = scheduler.tls;
+  options.allowed_hosts = scheduler.allowed_hosts;
   options.on_unhandled_exception = [](std::string_view what) {
     log::error("HANDLER_EXCEPTION", {{"what", what}});
   };

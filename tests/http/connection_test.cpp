@@ -48,8 +48,8 @@ TEST(HttpServer, ServesManyRequestsOnOneKeepAliveConnection) {
 TEST(HttpServer, AnswersPipelinedRequestsInOrder) {
   const auto server = started(echo);
   const auto raw = exchange(server->port(),
-                            "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
-                            "GET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                            "GET /first HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                            "GET /second HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   const auto first = raw.find(R"("path":"/first")");
   const auto second = raw.find(R"("path":"/second")");
   ASSERT_NE(first, std::string::npos);

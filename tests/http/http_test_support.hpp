@@ -221,6 +221,15 @@ inline std::unique_ptr<Server> started(Handler handler, ServerOptions options = 
   return server;
 }
 
+// Polls until the server holds `count` open connections (accepting is asynchronous).
+inline bool wait_for_connections(const Server& server, std::size_t count) {
+  for (int i = 0; i < 500; ++i) {
+    if (server.connections() == count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // A handler that answers the parsed request as JSON.
 inline Response echo(const Request& request) {
   nlohmann::json query = nlohmann::json::object();

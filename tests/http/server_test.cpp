@@ -22,6 +22,7 @@ using testing::exchange;
 using testing::started;
 using testing::status_of;
 using testing::url;
+using testing::wait_for_connections;
 
 // Given a running server, we should dispatch a request to the handler and answer its JSON.
 TEST(HttpServer, DispatchesToTheHandlerAndAnswersJson) {
@@ -44,7 +45,7 @@ TEST(HttpServer, DispatchesToTheHandlerAndAnswersJson) {
 TEST(HttpServer, AnswersWithTheRequiredHeaders) {
   const auto server = started([](const Request&) { return json_response(200, {{"ok", true}}); });
   const auto raw = exchange(server->port(),
-                            "GET /health HTTP/1.1\r\nHost: x\r\nX-Trace: 9\r\n"
+                            "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Trace: 9\r\n"
                             "Connection: close\r\n\r\n");
   EXPECT_EQ(raw,
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n"
@@ -96,7 +97,7 @@ TEST(HttpServer, RefusesBodiesOverTheLimit) {
 
   const auto chunked = exchange(
       server->port(),
-      "POST /v1/tasks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+      "POST /v1/tasks HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
       "\r\n200\r\n" +
           std::string(512, 'a') + "\r\n401\r\n" + std::string(1025, 'b') + "\r\n0\r\n\r\n");
   EXPECT_EQ(status_of(chunked), 413);
@@ -121,9 +122,9 @@ TEST(HttpServer, RefusesMalformedRequests) {
   for (const std::string& bytes : {
            std::string("NOT A VALID REQUEST\r\n\r\n"),
            std::string("GET /x HTTP/9.9\r\n\r\n"),
-           std::string("GET http://elsewhere/x HTTP/1.1\r\nHost: x\r\n\r\n"),
-           std::string("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"),
-           std::string("GET /x?a=%zz HTTP/1.1\r\nHost: x\r\n\r\n"),
+           std::string("GET http://elsewhere/x HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+           std::string("OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+           std::string("GET /x?a=%zz HTTP/1.1\r\nHost: localhost\r\n\r\n"),
            std::string("GET /x HTTP/1.1\r\nBad Header: 1\r\n\r\n"),
        }) {
     SCOPED_TRACE(bytes);
@@ -150,9 +151,8 @@ TEST(HttpServer, RefusesHeadersOverTheLimit) {
   ServerOptions options;
   options.max_header_bytes = 1024;
   const auto server = started(echo, options);
-  const auto raw =
-      exchange(server->port(),
-               "GET /x HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4096, 'a') + "\r\n\r\n");
+  const auto raw = exchange(server->port(), "GET /x HTTP/1.1\r\nHost: localhost\r\nX-Big: " +
+                                                std::string(4096, 'a') + "\r\n\r\n");
   EXPECT_EQ(status_of(raw), 400);
   EXPECT_EQ(body_of(raw), R"({"error":"HTTP_HEADER_TOO_LARGE"})");
 }
@@ -161,20 +161,12 @@ TEST(HttpServer, RefusesHeadersOverTheLimit) {
 TEST(HttpServer, HonoursExpectContinue) {
   const auto server = started(echo);
   testing::RawClient client(server->port());
-  client.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  client.send(
+      "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   ASSERT_TRUE(client.read_until("\r\n\r\n"));
   EXPECT_EQ(client.received(), "HTTP/1.1 100 Continue\r\n\r\n");
   client.send("hello");
   ASSERT_TRUE(client.read_until(R"("body":"hello")"));
-}
-
-// Polls until the server holds `count` open connections (accepting is asynchronous).
-bool wait_for_connections(const Server& server, std::size_t count) {
-  for (int i = 0; i < 500; ++i) {
-    if (server.connections() == count) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
 }
 
 // What the server writes to a connection that sends nothing, until it closes.
@@ -239,7 +231,7 @@ TEST(HttpServer, RefusesLargeBodiesOfUnadmittedCallersBeforeReadingThem) {
     EXPECT_EQ(refused.body, R"({"error":"UNAUTHORIZED"})");
   }
   const auto chunked = exchange(server->port(),
-                                "POST /v1/tasks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                "POST /v1/tasks HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: "
                                 "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
   EXPECT_EQ(status_of(chunked), 401);
   EXPECT_NE(chunked.find("Connection: close\r\n"), std::string::npos);

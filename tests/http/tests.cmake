@@ -3,6 +3,7 @@
 aios_test(http_tests
   http/url_test.cpp
   http/dispatch_test.cpp
+  http/admission_test.cpp
   http/server_test.cpp
   http/later_test.cpp
   http/connection_test.cpp
