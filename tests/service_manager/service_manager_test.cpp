@@ -109,7 +109,8 @@ class ServiceManagerTest : public WorkerTest {
 
 // Given the Task API's listener at its connection cap (1,024 idle connections from two
 // loopback addresses, 512 each), the scheduler should keep pinging its watchdog: a flood is not
-// a hang, and a restart would only hand the flood the port again.
+// a hang, and a restart would only hand the flood the port again. A new connection takes the
+// place of a silent one (the flood has no token), so the listener answers throughout.
 TEST_F(ServiceManagerTest, SchedulerKeepsItsWatchdogWhileItsListenerIsFull) {
   ASSERT_TRUE(scheduler_socket_.wait_for("READY=1")) << scheduler().process().log();
   std::vector<int> flood;
@@ -128,14 +129,10 @@ TEST_F(ServiceManagerTest, SchedulerKeepsItsWatchdogWhileItsListenerIsFull) {
       flood.push_back(fd);
     }
   }
-  // Full: a new connection is refused at once.
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    http::Connection probe("127.0.0.1", port(), 2s);
-    const auto answer = probe.request("GET", "/health", "", "");
-    if (answer.status == 503) break;
-    std::this_thread::sleep_for(100ms);
-    ASSERT_LT(attempt, 49) << "the listener never reached its cap";
-  }
+  // Full once the flood is accepted: a new connection is answered all the same.
+  std::this_thread::sleep_for(500ms);
+  http::Connection probe("127.0.0.1", port(), 2s);
+  EXPECT_EQ(probe.request("GET", "/health", "", "").status, 200);
   const auto before = scheduler_socket_.matching("WATCHDOG=1");
   EXPECT_TRUE(scheduler_socket_.wait_for("WATCHDOG=1", before + 4, 5s))
       << scheduler().process().log();
