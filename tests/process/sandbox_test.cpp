@@ -48,11 +48,11 @@ struct Ran {
   std::string err;
 };
 
-Ran run_script(const std::string& body, Sandbox sandbox, const fs::path& cwd,
-               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+// Runs `argv` (a program that prints its report as JSON) in `sandbox`.
+Ran run_program(std::vector<std::string> argv, Sandbox sandbox, const fs::path& cwd,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   Spec spec;
-  spec.argv = {"/usr/bin/python3", "-c",
-               std::string(kPrelude) + body + "\nprint(json.dumps(report))\n"};
+  spec.argv = std::move(argv);
   spec.environment = {"LC_ALL=C.UTF-8", "ONLY=this"};
   spec.working_directory = cwd;
   spec.timeout = timeout;
@@ -64,6 +64,13 @@ Ran run_script(const std::string& body, Sandbox sandbox, const fs::path& cwd,
   ran.outcome = run(spec);
   ran.report = json::parse(out.empty() ? "null" : out, nullptr, false);
   return ran;
+}
+
+Ran run_script(const std::string& body, Sandbox sandbox, const fs::path& cwd,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  return run_program(
+      {"/usr/bin/python3", "-c", std::string(kPrelude) + body + "\nprint(json.dumps(report))\n"},
+      std::move(sandbox), cwd, timeout);
 }
 
 bool refused(const json& report, const char* name) {
@@ -270,18 +277,10 @@ TEST_F(SandboxTest, TheSyscallFilterRefusesTheKernelsLargerSurfaces) {
   const auto agent = fs::path(AIOS_SOURCE_DIR) / "tests" / "security" / "escape_agent.py";
   auto sandbox = basic();
   sandbox.read_only = {agent};
-  Spec spec;
-  spec.argv = {"/usr/bin/python3", agent.string(), json{{"kernel", true}}.dump()};
-  spec.environment = {"LC_ALL=C.UTF-8"};
-  spec.working_directory = dir_ / "run";
-  spec.timeout = std::chrono::seconds(30);
-  spec.sandbox = std::move(sandbox);
-  std::string out;
-  std::string err;
-  spec.on_stdout = [&](std::string_view chunk) { out.append(chunk); };
-  spec.on_stderr = [&](std::string_view chunk) { err.append(chunk); };
-  ASSERT_EQ(run(spec).exit_code, 0) << err;
-  const auto escapes = json::parse(out, nullptr, false).value("escapes", json::object());
+  const auto ran = run_program({"/usr/bin/python3", agent.string(), json{{"kernel", true}}.dump()},
+                               std::move(sandbox), dir_ / "run");
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  const auto escapes = ran.report.value("escapes", json::object());
   int kernel = 0;
   for (const auto& [name, outcome] : escapes.items()) {
     if (name.rfind("kernel:", 0) != 0) continue;
