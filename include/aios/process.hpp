@@ -22,8 +22,10 @@
 // deadline passes, every process of it is gone. The only network it has is a listener inside its
 // namespace for each allowed destination, relayed by this process to the real host:port. Started by
 // root, the child runs as nobody (65534), and the writable paths are handed to nobody first (chown,
-// recursively) and back to us after. The child is executed by aios-sandbox-exec inside the sandbox,
-// which removes the PWD bubblewrap sets, so its environment is exactly `environment`.
+// recursively) and back to us after. bubblewrap runs without an environment; the child is
+// executed by aios-sandbox-exec inside the sandbox, which takes `environment` from a pipe, so the
+// child's environment is exactly `environment` and no process outside the sandbox holds it. Every
+// process of the sandbox runs under its syscall filter (process/syscall_filter.cpp).
 // bubblewrap reports a child killed by signal N as exit status 128 + N, so in a sandbox an
 // exit status of 129 to 192 reads as -1 to -64 (as a shell's $? would).
 

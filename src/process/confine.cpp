@@ -82,7 +82,6 @@ struct Report {
 struct Prepared {
   bool drop_root = false;  // run by root: the child becomes kNobody before anything else
   std::vector<char*> argv;
-  std::vector<char*> environment;
   std::string uid_map;
   std::string gid_map;
   std::vector<sockaddr_in> listen;
@@ -210,6 +209,7 @@ struct Handed {
   int exec_program;
   int exec_report;
   int syscall_filter;
+  int environment;
 };
 
 [[noreturn]] void child(const Prepared& p, StandardFds fds, Handed handed, int channel_in) {
@@ -219,23 +219,27 @@ struct Handed {
     fail(channel_in, kStdio);
   }
   // Then the hosts file, the status pipe, aios-sandbox-exec and its report pipe, the syscall
-  // filter, and our report channel (closed by exec), from copies above them all, and nothing
-  // else.
-  const int high_hosts = ::fcntl(handed.hosts, F_DUPFD, 10);
-  const int high_status = ::fcntl(handed.status, F_DUPFD, 10);
-  const int high_program = ::fcntl(handed.exec_program, F_DUPFD, 10);
-  const int high_report = ::fcntl(handed.exec_report, F_DUPFD, 10);
-  const int high_filter = ::fcntl(handed.syscall_filter, F_DUPFD, 10);
-  const int high_channel = ::fcntl(channel_in, F_DUPFD_CLOEXEC, 10);
-  if (high_hosts < 0 || high_status < 0 || high_program < 0 || high_report < 0 || high_filter < 0 ||
-      high_channel < 0 || ::dup2(high_hosts, kHostsFd) < 0 || ::dup2(high_status, kStatusFd) < 0 ||
-      ::dup2(high_program, kExecFd) < 0 || ::dup2(high_report, kExecReportFd) < 0 ||
-      ::dup2(high_filter, kSyscallFilterFd) < 0 ||
-      ::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) {
-    fail(channel_in, kStdio);
+  // filter and the environment, each at its place from a copy above them all (a source may sit
+  // at another's place), and our report channel (closed by exec); nothing else.
+  const std::array<std::pair<int, int>, 6> places = {{{handed.hosts, kHostsFd},
+                                                      {handed.status, kStatusFd},
+                                                      {handed.exec_program, kExecFd},
+                                                      {handed.exec_report, kExecReportFd},
+                                                      {handed.syscall_filter, kSyscallFilterFd},
+                                                      {handed.environment, kEnvironmentFd}}};
+  std::array<int, places.size()> high{};
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    high[i] = ::fcntl(places[i].first, F_DUPFD, 10);
+    if (high[i] < 0) fail(channel_in, kStdio);
   }
+  const int high_channel = ::fcntl(channel_in, F_DUPFD_CLOEXEC, 10);
+  if (high_channel < 0) fail(channel_in, kStdio);
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    if (::dup2(high[i], places[i].second) < 0) fail(channel_in, kStdio);
+  }
+  if (::dup3(high_channel, kChannelFd, O_CLOEXEC) < 0) fail(channel_in, kStdio);
   const int channel = kChannelFd;
-  ::close_range(kSyscallFilterFd + 1, ~0U, 0);
+  ::close_range(kEnvironmentFd + 1, ~0U, 0);
   if (p.drop_root && !stage_sources(p)) fail(channel, kStaging);
 
   sigset_t none;
@@ -295,7 +299,9 @@ struct Handed {
     const rlimit limit{value, value};
     if (::setrlimit(resource, &limit) != 0) fail(channel, kLimits);
   }
-  ::execve(p.argv.front(), p.argv.data(), p.environment.data());
+  // bubblewrap gets no environment: the child's comes through kEnvironmentFd.
+  char* const no_environment[] = {nullptr};
+  ::execve(p.argv.front(), p.argv.data(), no_environment);
   fail(channel, kExec);
 }
 
@@ -331,7 +337,6 @@ Prepared prepare(const Plan& plan, const Spec& spec) {
     }
   }
   p.argv = pointers(plan.argv);
-  p.environment = pointers(spec.environment);
   const auto uid = std::to_string(p.drop_root ? kNobody : ::getuid());
   const auto gid = std::to_string(p.drop_root ? kNobody : ::getgid());
   p.uid_map = uid + " " + uid + " 1";
@@ -414,10 +419,38 @@ Report receive(int channel, std::vector<Fd>& listeners) {
   }
 }
 
+// A pipe holding the child's environment whole ("NAME=value\0" entries), its write end closed:
+// the read end, for aios-sandbox-exec.
+Fd environment_pipe(const std::vector<std::string>& environment) {
+  std::string block;
+  for (const auto& entry : environment) block.append(entry).push_back('\0');
+  if (block.size() > kMaxEnvironmentBytes) {
+    throw std::system_error(E2BIG, std::generic_category(), "sandbox: environment");
+  }
+  int ends[2] = {-1, -1};
+  if (::pipe2(ends, O_CLOEXEC) != 0) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: pipe2");
+  }
+  Fd read(ends[0]);
+  const Fd write(ends[1]);
+  // A pipe takes 64 KiB by default; a larger environment needs a larger pipe (up to the
+  // system's pipe-max-size, 1 MiB by default), or the write below would wait for a reader.
+  if (block.size() >= 65536 &&
+      ::fcntl(write.get(), F_SETPIPE_SZ, static_cast<int>(block.size() + 1)) < 0) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: environment pipe");
+  }
+  if (!block.empty() &&
+      ::write(write.get(), block.data(), block.size()) != static_cast<ssize_t>(block.size())) {
+    throw std::system_error(errno, std::generic_category(), "sandbox: environment pipe");
+  }
+  return read;
+}
+
 }  // namespace
 
 Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds) {
   const Prepared prepared = prepare(plan, spec);
+  const Fd environment = environment_pipe(spec.environment);
   const Fd hosts = data_file("aios-sandbox-hosts", plan.hosts);
   const Fd program = data_file("aios-sandbox-exec", sandbox_exec_program());
   const Fd filter = data_file("aios-syscall-filter", syscall_filter_program());
@@ -433,7 +466,8 @@ Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds) {
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "sandbox: fork");
   if (pid == 0) {
     child(prepared, fds,
-          {hosts.get(), status_write.get(), program.get(), report_write.get(), filter.get()},
+          {hosts.get(), status_write.get(), program.get(), report_write.get(), filter.get(),
+           environment.get()},
           theirs.get());
   }
   theirs.reset();

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -50,10 +51,11 @@ struct Ran {
 
 // Runs `argv` (a program that prints its report as JSON) in `sandbox`.
 Ran run_program(std::vector<std::string> argv, Sandbox sandbox, const fs::path& cwd,
-                std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+                std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                std::vector<std::string> environment = {"LC_ALL=C.UTF-8", "ONLY=this"}) {
   Spec spec;
   spec.argv = std::move(argv);
-  spec.environment = {"LC_ALL=C.UTF-8", "ONLY=this"};
+  spec.environment = std::move(environment);
   spec.working_directory = cwd;
   spec.timeout = timeout;
   spec.sandbox = std::move(sandbox);
@@ -291,6 +293,55 @@ TEST_F(SandboxTest, TheSyscallFilterRefusesTheKernelsLargerSurfaces) {
   if (procfs_mountable()) {
     EXPECT_EQ(escapes["kernel:seccomp_status"], "refused:PermissionError:None") << escapes;
   }
+}
+
+// The command lines of the processes (other than ours) whose environment holds `marker`.
+std::vector<std::string> environments_holding(const std::string& marker) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(name) == ::getpid()) {
+      continue;
+    }
+    std::ifstream environ(entry.path() / "environ");
+    const std::string text((std::istreambuf_iterator<char>(environ)),
+                           std::istreambuf_iterator<char>());
+    if (text.find(marker) == std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string argv0;
+    std::getline(cmdline, argv0, '\0');
+    found.push_back(argv0);
+  }
+  return found;
+}
+
+// Given a secret in the child's environment, no process outside the sandbox (bubblewrap
+// included) should hold it in its environment while the child runs; the child should.
+TEST_F(SandboxTest, OnlyTheChildHoldsItsEnvironment) {
+  const std::string marker = "aios-canary-" + std::to_string(::getpid());
+  std::atomic<bool> done{false};
+  std::vector<std::string> holders;
+  std::thread watch([&] {
+    while (!done.load()) {
+      for (auto& holder : environments_holding(marker)) holders.push_back(std::move(holder));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const auto ran = run_program(
+      {"/usr/bin/python3", "-c",
+       std::string(kPrelude) + "time.sleep(1)\n"
+                               "attempt('secret', lambda: os.environ['SECRET'])\n"
+                               "attempt('pwd', lambda: os.environ['PWD'])\n"
+                               "print(json.dumps(report))\n"},
+      basic(), dir_ / "run", std::chrono::seconds(30), {"SECRET=" + marker, "PATH=/usr/bin"});
+  done = true;
+  watch.join();
+  ASSERT_EQ(ran.outcome.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.report["secret"], "ok:" + marker);
+  EXPECT_TRUE(refused(ran.report, "pwd")) << ran.report;
+  EXPECT_FALSE(holders.empty());  // the child itself, seen from the host
+  for (const auto& holder : holders) EXPECT_EQ(holder, "/usr/bin/python3") << holder;
 }
 
 // Given the filter, what ordinary programs do should still work: threads (glibc falls back from
