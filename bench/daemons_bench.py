@@ -31,6 +31,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from quickstart import secret_file  # noqa: E402
+
 OID = "a" * 40
 
 
@@ -246,7 +249,7 @@ def measure_complete_rebinds(load, state, port, bridge_port, services, runs, cou
     control = (state / "control.token").read_text()
     agent = call(port, control, "POST", "/v1/agents",
                  {"agent_id": "bench-rebind-agent", "granted_capabilities": WRITE_SCOPE})
-    (state / "rebind-agent.token").write_text(agent["token"])
+    secret_file(state / "rebind-agent.token", agent["token"])
     call(port, agent["token"], "POST", "/v1/workers/register",
          {"worker_id": "bench-rebinder", "capabilities": ["git.read"],
           "allowed_adapters": ["source_capture"], "max_concurrency": 8})
@@ -410,7 +413,7 @@ def main():
     load = Load(args.build, state)
     try:
         control = os.urandom(20).hex()
-        (state / "control.token").write_text(control)
+        secret_file(state / "control.token", control)
         authority = state / "authority.git"
         subprocess.run(["git", "init", "-q", "--bare", str(authority)], check=True)
         scheduler, ready = suite.start("scheduler", [
@@ -447,7 +450,7 @@ def main():
         worker_agent = call(port, control, "POST", "/v1/agents",
                             {"agent_id": "bench-worker-agent",
                              "granted_capabilities": ["agent.runtime.hermes"]})
-        (state / "worker.token").write_text(worker_agent["token"])
+        secret_file(state / "worker.token", worker_agent["token"])
         worker_argv = [
             str(daemons / "aios-online-agent-worker"),
             "--api-url", f"http://127.0.0.1:{port}", "--bridge-url", f"http://127.0.0.1:{bridge_port}",
@@ -471,7 +474,7 @@ def main():
                            token_file=state / "control.token", body=task_template())
         agent = call(port, control, "POST", "/v1/agents",
                      {"agent_id": "bench-agent", "granted_capabilities": ["agent.runtime.hermes"]})
-        (state / "agent.token").write_text(agent["token"])
+        secret_file(state / "agent.token", agent["token"])
         call(port, agent["token"], "POST", "/v1/workers/register",
              {"worker_id": "bench-poller", "capabilities": ["agent.runtime.hermes"],
               "allowed_adapters": ["hermes"], "max_concurrency": 4})

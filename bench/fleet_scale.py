@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from daemons_bench import Suite, call  # noqa: E402
+from daemons_bench import Suite, call, secret_file  # noqa: E402
 from peers.run import cpu_seconds  # noqa: E402
 
 OID = "a" * 40
@@ -92,8 +92,7 @@ def measure(build, n, tasks, gap_ms, idle_seconds):
     with tempfile.TemporaryDirectory(prefix="aios-fleet-scale-") as directory:
         state = Path(directory)
         control = "c" * 48
-        (state / "control.token").write_text(control)
-        (state / "control.token").chmod(0o600)
+        secret_file(state / "control.token", control)
         suite = Suite(state)
         try:
             scheduler, ready = suite.start("scheduler", [

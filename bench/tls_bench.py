@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from daemons_bench import Load, Suite, call, task_template  # noqa: E402
+from daemons_bench import Load, Suite, call, task_template, secret_file  # noqa: E402
 
 WORKERS = 64  # each with 64 slots: room for every claim of the run
 
@@ -73,7 +73,7 @@ def main():
                         str(pki / "agent.pem"), "--tls-key-file", str(pki / "agent.key")]}
     try:
         control = os.urandom(20).hex()
-        (state / "control.token").write_text(control)
+        secret_file(state / "control.token", control)
         sides = {}
         for side in ("plaintext", "tls"):
             flags = [] if side == "plaintext" else [
@@ -94,7 +94,7 @@ def main():
                          {"agent_id": "bench-agent", "granted_capabilities": ["agent.runtime.hermes"],
                           **({"client_certificate": {"uri": "aios:agent:bench"}}
                              if side == "tls" else {})}, side_context)
-            (state / f"{side}.token").write_text(agent["token"])
+            secret_file(state / f"{side}.token", agent["token"])
             for worker in range(WORKERS):
                 call(port, agent["token"], "POST", "/v1/workers/register",
                      {"worker_id": f"w{worker}", "capabilities": ["agent.runtime.hermes"],

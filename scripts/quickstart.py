@@ -332,7 +332,7 @@ def run(args, state, suite, store):
     for name, (caps, adapters) in flavours.items():
         token = api.call("POST", "/v1/agents", {"agent_id": f"agent-{name}",
                                                 "granted_capabilities": caps})["token"]
-        (state / f"{name}.token").write_text(token)
+        secret_file(state / f"{name}.token", token)
         suite.start(f"worker-{name}", [
             str(BUILD / "aios-online-agent-worker"), "--api-url", api.base,
             "--bridge-url", bridge.base, "--agent-token-file", str(state / f"{name}.token"),

@@ -257,7 +257,7 @@ def run(args, rng, state, suite, workers, store):
         name = f"{kind}-{index}"
         token = api.call("POST", "/v1/agents", {"agent_id": f"agent-{name}",
                                                 "granted_capabilities": caps})["token"]
-        (state / f"{name}.token").write_text(token)
+        secret_file(state / f"{name}.token", token)
         argv = [str(BUILD / "aios-online-agent-worker"),
                 "--api-url", ",".join(replica.base for _, replica in replicas),
                 "--bridge-url", ",".join(bridge.base for bridge in bridges),

@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
-from daemons_bench import Suite, call  # noqa: E402
+from daemons_bench import Suite, call, secret_file  # noqa: E402
 
 
 def free_port():
@@ -217,7 +217,7 @@ def idle_fleet(build, suite, state, control, seconds, tasks):
     port, bridge_port = ready["port"], ready["bridge_port"]
     agent = call(port, control, "POST", "/v1/agents",
                  {"agent_id": "fleet-agent", "granted_capabilities": ["agent.runtime.hermes"]})
-    (state / "fleet.token").write_text(agent["token"])
+    secret_file(state / "fleet.token", agent["token"])
     exchange = state / "fleet-exchange"
     exchange.mkdir()
     workers = []
@@ -445,7 +445,7 @@ def main():
         if "bullmq" in systems:
             redis = Redis(state)
         control = os.urandom(20).hex()
-        (state / "control.token").write_text(control)
+        secret_file(state / "control.token", control)
         subprocess.run(["git", "init", "-q", "--bare", str(state / "authority.git")], check=True)
         # The batched modes: 500 jobs per enqueue call and graphile-worker's local queue of 500;
         # ours' workers of 64 slots each (512 jobs in hand at most with 8).

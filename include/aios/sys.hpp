@@ -74,8 +74,9 @@ class SystemRandom final : public Random {
 };
 
 // Reads a credential file the way the seed's load_control_token does: a symlink or anything
-// but a regular file is `unavailable`; content (trimmed) shorter than `min_length` is `invalid`.
-// The error never carries the content.
+// but a regular file is `unavailable`; one whose mode grants its group or others any access is
+// SECRET_FILE_MODE_INVALID; content (trimmed) shorter than `min_length` is `invalid`. The error
+// never carries the content.
 std::string read_secret_file(const std::filesystem::path& path, std::size_t min_length,
                              ErrorCode unavailable, ErrorCode invalid);
 

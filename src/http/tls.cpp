@@ -54,7 +54,8 @@ std::string read_pem(const fs::path& path, bool private_key) {
   struct stat info {};
   const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
   const auto size = static_cast<std::size_t>(info.st_size);
-  if (regular && size <= kMaxPemBytes && !(private_key && (info.st_mode & S_IROTH) != 0)) {
+  if (regular && size <= kMaxPemBytes &&
+      !(private_key && (info.st_mode & (S_IRWXG | S_IRWXO)) != 0)) {
     content.resize(size);
     std::size_t got = 0;
     ssize_t n = 0;
@@ -66,8 +67,8 @@ std::string read_pem(const fs::path& path, bool private_key) {
   ::close(fd);
   if (!regular) invalid(path, "not a regular file");
   if (size > kMaxPemBytes) invalid(path, "larger than 1 MiB");
-  if (private_key && (info.st_mode & S_IROTH) != 0) {
-    invalid(path, "the private key is readable by every user");
+  if (private_key && (info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    invalid(path, "the private key grants its group or every user access (chmod 600 it)");
   }
   return content;
 }

@@ -30,6 +30,11 @@ std::string read_secret_file(const std::filesystem::path& path, std::size_t min_
   struct stat info {};
   // lstat, not stat: a symlink could point the daemon at a file the operator never meant.
   if (lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) throw Error(unavailable);
+  // A secret another user could read (or replace) is no longer the owner's alone.
+  if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    throw Error(ErrorCode::SECRET_FILE_MODE_INVALID,
+                path.string() + " is readable or writable by others");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error(unavailable);
   const std::string raw{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};

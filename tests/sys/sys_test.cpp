@@ -137,9 +137,11 @@ TEST(RandomHexTest, LengthCharsetAndUniqueness) {
 
 class SecretFileTest : public ::testing::Test {
  protected:
-  std::filesystem::path write(const std::string& name, const std::string& content) {
+  std::filesystem::path write(const std::string& name, const std::string& content,
+                              mode_t mode = 0600) {
     const auto path = dir_.path() / name;
     std::ofstream(path, std::ios::binary) << content;
+    ::chmod(path.c_str(), mode);
     return path;
   }
 
@@ -166,7 +168,8 @@ TEST_F(SecretFileTest, TrimmedContentIsReturned) {
 
 TEST_F(SecretFileTest, RefusalsCarryTheGivenCodesAndNeverTheContent) {
   // Given files that are not usable credentials, we should refuse each with the caller's
-  // unavailable or invalid code, and never put the content in the error.
+  // unavailable or invalid code (or, for one others may read or write, SECRET_FILE_MODE_INVALID),
+  // and never put the content in the error.
   const auto target = write("target", kSecret);
   std::filesystem::create_symlink(target, dir_.path() / "link");
   std::filesystem::create_directory(dir_.path() / "directory");
@@ -175,6 +178,9 @@ TEST_F(SecretFileTest, RefusalsCarryTheGivenCodesAndNeverTheContent) {
   write("short", "   " + short_secret + "   \n");
   write("blank", " \n\t ");
   write("empty", "");
+  write("group-readable", kSecret, 0640);
+  write("world-readable", kSecret, 0604);
+  write("group-writable", kSecret, 0620);
 
   struct Case {
     std::string name;
@@ -188,6 +194,9 @@ TEST_F(SecretFileTest, RefusalsCarryTheGivenCodesAndNeverTheContent) {
       {"short", "CONTROL_CREDENTIAL_INVALID"},
       {"blank", "CONTROL_CREDENTIAL_INVALID"},
       {"empty", "CONTROL_CREDENTIAL_INVALID"},
+      {"group-readable", "SECRET_FILE_MODE_INVALID"},
+      {"world-readable", "SECRET_FILE_MODE_INVALID"},
+      {"group-writable", "SECRET_FILE_MODE_INVALID"},
       {"target", "OK"},
   };
   for (const auto& c : cases) {

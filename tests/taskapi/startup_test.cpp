@@ -67,6 +67,15 @@ TEST_F(StartupTest, SymlinkedControlTokenIsUnavailable) {
             "CONTROL_CREDENTIAL_UNAVAILABLE");
 }
 
+TEST_F(StartupTest, ControlTokenOthersMayReadIsRefused) {
+  // Given a control token its group may read, we should refuse to start and name the mode.
+  test::write_text_file(dir_ / "token", test::random_token(48) + "\n",
+                        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                            std::filesystem::perms::group_read);
+  EXPECT_EQ(start_failure(options(dir_ / "state.sqlite3", dir_ / "token")),
+            "SECRET_FILE_MODE_INVALID");
+}
+
 TEST_F(StartupTest, MissingControlTokenIsUnavailable) {
   // Given no control token file (or a directory there), we should refuse to start.
   EXPECT_EQ(start_failure(options(dir_ / "state.sqlite3", dir_ / "absent")),

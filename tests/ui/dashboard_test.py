@@ -85,7 +85,7 @@ def run(state, suite, node, playwright, shots):
     caps = ["agent.runtime.hermes"]
     agent = api.call("POST", "/v1/agents", {"agent_id": "agent-hermes",
                                             "granted_capabilities": caps})
-    (state / "hermes.token").write_text(agent["token"])
+    secret_file(state / "hermes.token", agent["token"])
     suite.start("worker-hermes", [
         str(BUILD / "aios-online-agent-worker"), "--api-url", api.base, "--bridge-url", bridge,
         "--agent-token-file", str(state / "hermes.token"), "--agent-id", "worker-hermes",

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <string>
 
 #include "aios/worker.hpp"
@@ -20,7 +19,7 @@ class WorkerCommandLineTest : public ::testing::Test {
     write(key_file_, std::string(48, 'k'));
   }
   static void write(const std::filesystem::path& path, const std::string& content) {
-    std::ofstream(path) << content;
+    test::write_text_file(path, content);  // owner-only, as a secret file must be
   }
   // The configuration `arguments` (a shell-free command line) name.
   WorkerConfig config_of(const std::string& arguments) {
