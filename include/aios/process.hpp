@@ -31,6 +31,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -85,19 +86,29 @@ struct Destination {
 // digits, '-', '.'; 1..253 characters); nullopt for anything else (IPv6 included).
 std::optional<Destination> parse_destination(std::string_view text);
 
-// Per process of the sandbox (setrlimit), except `processes`, which bounds all of its processes
-// and threads together (RLIMIT_NPROC counted in its own user namespace), and `tmp_bytes`, the
-// size of its /tmp.
+// Per process of the sandbox (setrlimit), and over the whole run: `memory_bytes` also bounds
+// the anonymous memory resident in all of its processes together plus what its /tmp and
+// /dev/shm hold, `processes` all of its processes and threads together (RLIMIT_NPROC counted in
+// its own user namespace, and the whole-run count), and `disk_bytes` what the run adds to its
+// writable paths together; a run that passes a whole-run bound is ended at once (Outcome::
+// exceeded; process/supervise.hpp samples it). `tmp_bytes` is the size of its /tmp.
 struct Limits {
-  // RLIMIT_DATA. V8 maps large writable ranges it never touches (an OpenClaw backend with its
-  // worker threads fails to start under 4 GiB); the unit's MemoryMax= bounds what is resident.
+  // RLIMIT_DATA per process and the whole run's resident bound. V8 maps large writable ranges it
+  // never touches (an OpenClaw backend with its worker threads fails to start under 4 GiB).
   std::uint64_t memory_bytes = 32ULL << 30;
   std::uint64_t file_size_bytes = 1ULL << 30;
   std::uint64_t open_files = 1024;
   std::uint64_t cpu_seconds = 3600;
   std::uint64_t processes = 512;
   std::uint64_t tmp_bytes = 256ULL << 20;
+  std::uint64_t disk_bytes = 8ULL << 30;
 };
+
+// A whole-run bound of Limits a sandboxed run passed.
+enum class Bound { memory, processes, disk };
+inline constexpr std::array<Bound, 3> kBounds = {Bound::memory, Bound::processes, Bound::disk};
+// "memory", "processes", "disk".
+std::string_view bound_name(Bound bound);
 
 struct Sandbox {
   std::vector<std::filesystem::path> read_only;
@@ -128,6 +139,9 @@ struct Outcome {
   // subprocess.returncode: the exit status, or minus the signal that ended the child.
   int exit_code = 0;
   std::chrono::steady_clock::duration elapsed{};
+  // Set: the sandboxed run passed this whole-run bound and was ended (exit_code is then the
+  // signal's, -9).
+  std::optional<Bound> exceeded;
 };
 
 // Runs `spec` to completion. Throws std::system_error when the child cannot be started (the

@@ -64,6 +64,11 @@ struct WorkerConfig {
   // runs there and this process never builds a sandbox itself, so its unit can deny namespaces
   // and mounts; its directory is hidden from every sandbox. Empty: the worker builds them.
   std::filesystem::path verification_socket;
+  // A verification command's whole-run bounds (process::Limits; the envelope's digest must not
+  // change, so they are the worker's, not the task's): resident memory of all its processes
+  // with its /tmp, and what it adds to its checkout, home and tmp together.
+  std::uint64_t verification_memory_mb = 32768;
+  std::uint64_t verification_disk_mb = 8192;
   int max_concurrency = 1;
   std::chrono::milliseconds idle_backoff_min{500};
   std::chrono::milliseconds idle_backoff_max{10000};

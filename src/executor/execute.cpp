@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <system_error>
 
@@ -150,6 +151,13 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   out.finish();
   err.finish();
   if (outcome.timed_out) throw Error(ErrorCode::EXTERNAL_AGENT_TIMEOUT);
+  if (outcome.exceeded) {
+    // In kBounds' order: memory, processes, disk.
+    static constexpr std::array<ErrorCode, 3> kCodes = {ErrorCode::EXTERNAL_AGENT_MEMORY_LIMIT,
+                                                        ErrorCode::EXTERNAL_AGENT_PROCESS_LIMIT,
+                                                        ErrorCode::EXTERNAL_AGENT_DISK_LIMIT};
+    throw Error(kCodes[static_cast<std::size_t>(*outcome.exceeded)]);
+  }
   if (outcome.exit_code != 0) {
     const auto stderr_text = redact_values(utf8::decode_replace(err.text()), secrets);
     throw Error(ErrorCode::EXTERNAL_AGENT_PROCESS_FAILED,

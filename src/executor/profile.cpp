@@ -233,13 +233,14 @@ process::Limits profile_sandbox_limits(const Document& value) {
     std::uint64_t scale;
     std::uint64_t process::Limits::*member;
   };
-  static constexpr std::array<Field, 6> kFields = {{
+  static constexpr std::array<Field, 7> kFields = {{
       {"memory_mb", 64, 262144, 1ULL << 20, &process::Limits::memory_bytes},
       {"file_size_mb", 1, 65536, 1ULL << 20, &process::Limits::file_size_bytes},
       {"open_files", 16, 65536, 1, &process::Limits::open_files},
       {"cpu_seconds", 1, 86400, 1, &process::Limits::cpu_seconds},
       {"processes", 8, 4096, 1, &process::Limits::processes},
       {"tmp_mb", 1, 16384, 1ULL << 20, &process::Limits::tmp_bytes},
+      {"disk_mb", 1, 1048576, 1ULL << 20, &process::Limits::disk_bytes},
   }};
   for (const auto& entry : value.items()) {
     const std::string& name = entry.key();

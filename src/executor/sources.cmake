@@ -21,6 +21,7 @@ target_sources(aios_core PRIVATE
   process/run.cpp
   process/sandbox_plan.cpp
   process/spawn.cpp
+  process/supervise.cpp
   process/syscall_filter.cpp
 )
 target_link_libraries(aios_core PRIVATE PkgConfig::SECCOMP)

@@ -90,7 +90,8 @@ json spec_json(const Spec& spec) {
                 {"open_files", limits.open_files},
                 {"cpu_seconds", limits.cpu_seconds},
                 {"processes", limits.processes},
-                {"tmp_bytes", limits.tmp_bytes}}}};
+                {"tmp_bytes", limits.tmp_bytes},
+                {"disk_bytes", limits.disk_bytes}}}};
   if (spec.stdin_data) out["stdin"] = *spec.stdin_data;
   return out;
 }
@@ -163,7 +164,8 @@ Spec spec_of(const json& request) {
                          {"open_files", T::number_unsigned},
                          {"cpu_seconds", T::number_unsigned},
                          {"processes", T::number_unsigned},
-                         {"tmp_bytes", T::number_unsigned}});
+                         {"tmp_bytes", T::number_unsigned},
+                         {"disk_bytes", T::number_unsigned}});
   Spec spec;
   spec.argv = strings_of(request.at("argv"));
   if (spec.argv.empty() || !std::filesystem::path(spec.argv.front()).is_absolute()) {
@@ -179,7 +181,8 @@ Spec spec_of(const json& request) {
   box.hidden = absolute_paths_of(request.at("hidden"));
   const auto limit = [&limits](const char* name) { return limits.at(name).get<std::uint64_t>(); };
   box.limits = {limit("memory_bytes"), limit("file_size_bytes"), limit("open_files"),
-                limit("cpu_seconds"),  limit("processes"),       limit("tmp_bytes")};
+                limit("cpu_seconds"),  limit("processes"),       limit("tmp_bytes"),
+                limit("disk_bytes")};
   spec.sandbox = std::move(box);
   return spec;
 }
@@ -207,11 +210,13 @@ json serve(const std::string& request_text) {
   spec.on_stderr = [&tail](std::string_view chunk) { tail.add(chunk); };
   try {
     const Outcome outcome = run(spec);
-    return {{"exit_code", outcome.exit_code},
-            {"timed_out", outcome.timed_out},
-            {"elapsed_us",
-             std::chrono::duration_cast<std::chrono::microseconds>(outcome.elapsed).count()},
-            {"output", bounded_text(tail.take(), kRemoteOutputBytes)}};
+    json answer = {{"exit_code", outcome.exit_code},
+                   {"timed_out", outcome.timed_out},
+                   {"elapsed_us",
+                    std::chrono::duration_cast<std::chrono::microseconds>(outcome.elapsed).count()},
+                   {"output", bounded_text(tail.take(), kRemoteOutputBytes)}};
+    if (outcome.exceeded) answer["exceeded"] = bound_name(*outcome.exceeded);
+    return answer;
   } catch (const std::system_error& error) {
     return {{"start_error", {{"errno", error.code().value()}, {"what", error.what()}}}};
   }
@@ -260,6 +265,13 @@ Outcome run_through(const std::filesystem::path& socket_path, const Spec& spec) 
     outcome.exit_code = answer.at("exit_code").get<int>();
     outcome.timed_out = answer.at("timed_out").get<bool>();
     outcome.elapsed = std::chrono::microseconds(answer.at("elapsed_us").get<std::int64_t>());
+    if (answer.contains("exceeded")) {
+      const auto& name = answer.at("exceeded").get_ref<const std::string&>();
+      for (const auto bound : kBounds) {
+        if (bound_name(bound) == name) outcome.exceeded = bound;
+      }
+      if (!outcome.exceeded) throw unavailable(path + ": the answer names an unknown bound");
+    }
     const std::string& output = answer.at("output").get_ref<const std::string&>();
     if (spec.on_stdout && !output.empty()) spec.on_stdout(output);
     return outcome;

@@ -20,6 +20,7 @@
 #include "process/relay.hpp"
 #include "process/sandbox.hpp"
 #include "process/spawn.hpp"
+#include "process/supervise.hpp"
 
 namespace aios::process {
 namespace {
@@ -127,14 +128,23 @@ class Session {
     const auto deadline = started + spec_.timeout;
     Outcome outcome;
     while (!exited_ || out_.valid() || err_.valid()) {
-      if (Clock::now() >= deadline) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
         if (!exited_) {
           kill_group();
           outcome.timed_out = true;
         }
         break;
       }
-      wait_once(deadline);
+      const bool supervised = supervisor_ && !exited_;
+      if (supervised) {
+        if (const auto passed = supervisor_->check(now)) {
+          kill_group();
+          outcome.exceeded = passed;
+          break;
+        }
+      }
+      wait_once(supervised ? std::min(deadline, supervisor_->next_due()) : deadline);
     }
     // Whether it finished or timed out, nothing of the child's group may keep running.
     if (!exited_) kill_group();
@@ -164,6 +174,8 @@ class Session {
     Pipe err = make_pipe(true);
     const StandardFds fds{feed ? in.read.get() : -1, out.write.get(), err.write.get()};
     if (spec_.sandbox) {
+      // Before the start: what the writable paths hold already is not the run's.
+      supervisor_ = std::make_unique<RunSupervisor>(spec_.sandbox->limits, spec_.sandbox->writable);
       const Plan plan = plan_sandbox(spec_, procfs_mountable(), ::geteuid() == 0);
       if (plan.staged) handed_back_ = spec_.sandbox->writable;
       auto spawned = spawn_sandboxed(plan, spec_, fds);
@@ -236,7 +248,9 @@ class Session {
     const auto at = status_text_.find("\"child-pid\":");
     if (at == std::string::npos) return;
     const long pid = std::strtol(status_text_.c_str() + at + 12, nullptr, 10);
-    if (pid > 0) sandbox_init_ = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (pid <= 0) return;
+    sandbox_init_ = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (supervisor_) supervisor_->watch(static_cast<pid_t>(pid));
   }
 
   // bubblewrap has exited and its first process was killed with it (--die-with-parent); once
@@ -309,7 +323,8 @@ class Session {
   Fd status_;       // bubblewrap's status pipe
   Fd exec_report_;  // aios-sandbox-exec's report of a child it could not execute
   std::string status_text_;
-  Fd sandbox_init_;  // a pidfd of the sandbox's first process
+  Fd sandbox_init_;                            // a pidfd of the sandbox's first process
+  std::unique_ptr<RunSupervisor> supervisor_;  // a sandbox's whole-run bounds
 };
 
 }  // namespace

@@ -145,6 +145,19 @@ WorkerCommandLine::WorkerCommandLine(CLI::App& app) : values_(std::make_unique<V
                  "socket (aios-verification-sandbox.socket) instead of building the\n"
                  "sandbox here; default: build it here")
       ->envname("AIOS_VERIFICATION_SOCKET");
+  app.add_option("--verification-memory-mb", config.verification_memory_mb,
+                 "A verification command's memory bound, per process and for the whole run\n"
+                 "(resident anonymous memory of all its processes plus its /tmp): past it\n"
+                 "the run is ended and fails with VERIFICATION_MEMORY_LIMIT")
+      ->envname("AIOS_VERIFICATION_MEMORY_MB")
+      ->check(CLI::Range(64, 262144))
+      ->capture_default_str();
+  app.add_option("--verification-disk-mb", config.verification_disk_mb,
+                 "What a verification command may add to its checkout, home and tmp\n"
+                 "together: past it the run is ended and fails with VERIFICATION_DISK_LIMIT")
+      ->envname("AIOS_VERIFICATION_DISK_MB")
+      ->check(CLI::Range(1, 1048576))
+      ->capture_default_str();
   app.add_flag("--once", v.once, "Take at most one task, then exit");
   app.add_flag("--serve-verification", v.serve_verification,
                "Be the sandbox service for one connection: read one sandboxed run from\n"

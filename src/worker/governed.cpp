@@ -2,6 +2,7 @@
 // deterministic and engineering adapters.
 #include "worker/governed.hpp"
 
+#include <array>
 #include <system_error>
 
 #include "aios/canonical.hpp"
@@ -69,6 +70,8 @@ nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& sp
     if (!path->empty()) sandbox.hidden.push_back(path->parent_path());
   }
   sandbox.limits.cpu_seconds = static_cast<std::uint64_t>(spec.timeout.count() / 1000 + 1);
+  sandbox.limits.memory_bytes = config.verification_memory_mb << 20;
+  sandbox.limits.disk_bytes = config.verification_disk_mb << 20;
   spec.sandbox = sandbox;
   process::Outcome outcome;
   try {
@@ -79,7 +82,15 @@ nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& sp
     outcome.exit_code = 127;
     output = error.what();
   }
-  const bool passed = !outcome.timed_out && outcome.exit_code == 0;
+  if (outcome.exceeded) {
+    // In kBounds' order: memory, processes, disk.
+    static constexpr std::array<ErrorCode, 3> kCodes = {ErrorCode::VERIFICATION_MEMORY_LIMIT,
+                                                        ErrorCode::VERIFICATION_PROCESS_LIMIT,
+                                                        ErrorCode::VERIFICATION_DISK_LIMIT};
+    const auto& info = error_info(kCodes[static_cast<std::size_t>(*outcome.exceeded)]);
+    output = std::string(info.wire) + ": " + std::string(info.text) + "\n" + output;
+  }
+  const bool passed = !outcome.timed_out && !outcome.exceeded && outcome.exit_code == 0;
   return {{"label", command.at("label")},
           {"argv", command.at("argv")},
           {"exit_code", outcome.exit_code},

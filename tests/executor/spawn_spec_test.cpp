@@ -45,7 +45,8 @@ class SpawnSpec : public ExecutorTest {
 TEST_F(SpawnSpec, AsksForExactlyTheProfilesChild) {
   bool spawned_before_marker = true;
   options_.before_spawn = [&] { spawned_before_marker = !world_.spawner.calls().empty(); };
-  child_prints("{\"answer\":\"ok\"}", process::Outcome{.elapsed = std::chrono::milliseconds(1234)});
+  child_prints("{\"answer\":\"ok\"}",
+               process::Outcome{.elapsed = std::chrono::milliseconds(1234), .exceeded = {}});
   const auto request = request_value("hermes");
   const auto result = run(profile("stdin_json", "stdout_json"), request);
 
@@ -110,14 +111,15 @@ TEST_F(SpawnSpec, SpawnFailureTimeoutAndExitAreRefusedWithoutAResult) {
   };
   EXPECT_EQ(failure(profile("stdin_json", "stdout_json"), request_value("hermes")),
             "EXTERNAL_AGENT_SPAWN_FAILED");
-  child_prints("", process::Outcome{.timed_out = true, .exit_code = -9});
+  child_prints("",
+               process::Outcome{.timed_out = true, .exit_code = -9, .elapsed = {}, .exceeded = {}});
   EXPECT_EQ(failure(profile("stdin_json", "stdout_json"), request_value("hermes")),
             "EXTERNAL_AGENT_TIMEOUT");
   world_.spawner.answer = [](const process::Spec& spec) {
     for (const auto& entry : spec.environment) {
       if (entry.starts_with("OPENAI_API_KEY=")) spec.on_stderr("leaked " + entry.substr(15));
     }
-    return process::Outcome{.exit_code = 3};
+    return process::Outcome{.exit_code = 3, .elapsed = {}, .exceeded = {}};
   };
   EXPECT_EQ(failure(profile("stdin_json", "stdout_json"), request_value("hermes"), true),
             "EXTERNAL_AGENT_PROCESS_FAILED:3:leaked [REDACTED]");

@@ -180,7 +180,8 @@ TEST_F(SandboxServiceTest, RefusesEveryMalformedRequestWithACode) {
                        {"open_files", 64},
                        {"cpu_seconds", 10},
                        {"processes", 64},
-                       {"tmp_bytes", 1ULL << 20}}}};
+                       {"tmp_bytes", 1ULL << 20},
+                       {"disk_bytes", 1ULL << 20}}}};
   const auto code_for = [this](const std::string& request) {
     return raw(request).value("error", "none");
   };

@@ -373,6 +373,90 @@ TEST_F(SandboxTest, OrdinaryProgramsRunUnderTheSyscallFilter) {
   }
 }
 
+// Given four processes each holding 100 MiB under a whole-run memory bound of 256 MiB (each
+// within its own RLIMIT_DATA), the run should be ended as past its memory bound, not left to
+// its deadline, and nothing of it should keep running.
+TEST_F(SandboxTest, MemoryIsBoundedOverTheWholeRun) {
+  const std::string marker = "aios-memory-" + std::to_string(::getpid());
+  auto sandbox = basic();
+  sandbox.limits.memory_bytes = 256ULL << 20;
+  const auto ran = run_script(
+      "held = b'x' * (100 << 20)\n"
+      "for i in range(3):\n"
+      "    if os.fork() == 0:\n"
+      "        os.execv('/usr/bin/python3', ['python3', '-c',"
+      " 'import time; h = bytes(100 << 20).replace(bytes(1), bytes([1])); time.sleep(60)', '" +
+          marker +
+          "'])\n"
+          "time.sleep(60)\n",
+      sandbox, dir_ / "run");
+  ASSERT_TRUE(ran.outcome.exceeded.has_value()) << ran.err;
+  EXPECT_EQ(*ran.outcome.exceeded, Bound::memory);
+  EXPECT_FALSE(ran.outcome.timed_out);
+  EXPECT_LT(ran.outcome.elapsed, std::chrono::seconds(20));
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+// Given a run that fills its /tmp (a tmpfs, memory) past the memory bound, the same.
+TEST_F(SandboxTest, WhatTmpHoldsCountsAsMemory) {
+  auto sandbox = basic();
+  sandbox.limits.memory_bytes = 128ULL << 20;
+  sandbox.limits.tmp_bytes = 512ULL << 20;
+  const auto ran = run_script(
+      "for i in range(20):\n"
+      "    open('/tmp/f%d' % i, 'wb').write(b'x' * (16 << 20))\n"
+      "time.sleep(60)\n",
+      sandbox, dir_ / "run");
+  ASSERT_TRUE(ran.outcome.exceeded.has_value()) << ran.err;
+  EXPECT_EQ(*ran.outcome.exceeded, Bound::memory);
+}
+
+// Given a run that writes twelve files of 8 MiB (each within its file size limit) under a
+// bound of 32 MiB on what it adds to its writable paths, it should be ended as past its disk
+// bound; what the directory held before the run does not count.
+TEST_F(SandboxTest, DiskIsBoundedOverTheWholeRun) {
+  aios::test::write_text_file(dir_ / "run" / "before.bin", std::string(48 << 20, 'b'));
+  auto sandbox = basic();
+  sandbox.limits.disk_bytes = 32ULL << 20;
+  sandbox.limits.file_size_bytes = 16ULL << 20;
+  const auto small = run_script(
+      "attempt('write', lambda: open('small', 'wb').write(b'x' * 4096))\n", sandbox, dir_ / "run");
+  EXPECT_FALSE(small.outcome.exceeded.has_value());
+  EXPECT_EQ(small.report["write"], "ok:4096");
+  const auto ran = run_script(
+      "for i in range(12):\n"
+      "    open('fill%d' % i, 'wb').write(b'x' * (8 << 20))\n"
+      "time.sleep(60)\n",
+      sandbox, dir_ / "run");
+  ASSERT_TRUE(ran.outcome.exceeded.has_value()) << ran.err;
+  EXPECT_EQ(*ran.outcome.exceeded, Bound::disk);
+  EXPECT_LT(ran.outcome.elapsed, std::chrono::seconds(20));
+}
+
+// Given a run that writes its bytes into a directory nobody may list, or makes a tree deeper
+// than the walk goes, it should be ended all the same.
+TEST_F(SandboxTest, TheDiskBoundCannotBeHidden) {
+  auto sandbox = basic();
+  sandbox.limits.disk_bytes = 16ULL << 20;
+  const auto hidden = run_script(
+      "os.mkdir('hide', 0o300)\n"
+      "for i in range(4):\n"
+      "    open('hide/f%d' % i, 'wb').write(b'x' * (8 << 20))\n"
+      "time.sleep(60)\n",
+      sandbox, dir_ / "run");
+  ASSERT_TRUE(hidden.outcome.exceeded.has_value()) << hidden.err;
+  EXPECT_EQ(*hidden.outcome.exceeded, Bound::disk);
+  const auto deep = run_script(
+      "path = 'deep'\n"
+      "for i in range(300):\n"
+      "    os.mkdir(path)\n"
+      "    os.chdir(path)\n"
+      "time.sleep(60)\n",
+      sandbox, dir_ / "run");
+  ASSERT_TRUE(deep.outcome.exceeded.has_value()) << deep.err;
+  EXPECT_EQ(*deep.outcome.exceeded, Bound::disk);
+}
+
 // Given a child that prints what bubblewrap prints when it cannot start one ("bwrap: ...") and
 // exits 1, or exits 127 as the exec step does when it cannot start the child, the run should be
 // the child's exit status, not a failed start that would carry the child's text as our own;

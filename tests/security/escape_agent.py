@@ -89,11 +89,15 @@ def fork_bomb():
 
 
 def fill_disk():
+    """fill_bytes into `fill`, in files of at most fill_file_bytes (each within its own bound)."""
     written = 0
-    with open(known["fill"], "wb") as file:
-        while written < known["fill_bytes"]:
-            file.write(b"x" * (1 << 20))
-            written += 1 << 20
+    per_file = known.get("fill_file_bytes", known["fill_bytes"])
+    while written < known["fill_bytes"]:
+        with open("%s.%d" % (known["fill"], written // per_file), "wb") as file:
+            for _ in range(per_file >> 20):
+                file.write(b"x" * (1 << 20))
+                written += 1 << 20
+    time.sleep(known.get("fill_hold", 0))
     return written
 
 
@@ -210,7 +214,25 @@ if known.get("survive"):
     attempt("survive", survive)
 if known.get("fork_bomb"):
     attempt("fork_bomb", fork_bomb)
+def hog():
+    """Several processes each holding memory within any per-process bound, all at once."""
+    hog_known = known["hog"]
+    children = []
+    for _ in range(hog_known["processes"] - 1):
+        pid = os.fork()
+        if pid == 0:
+            held = b"h" * (hog_known["mib"] << 20)  # noqa: F841 (held while it sleeps)
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+    held = b"h" * (hog_known["mib"] << 20)  # noqa: F841
+    time.sleep(5)
+    return "held %d MiB" % (hog_known["processes"] * hog_known["mib"])
+
+
 if known.get("fill"):
     attempt("fill_disk", fill_disk)
+if known.get("hog"):
+    attempt("hog", hog)
 
 print(json.dumps({"escapes": report}))

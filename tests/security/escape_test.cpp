@@ -147,5 +147,34 @@ TEST_F(AgentEscape, HostileAgentStaysInItsSandbox) {
   EXPECT_TRUE(daemon_->stop().exited_with(0));
 }
 
+// Given an agent that holds 4 x 100 MiB in four processes under memory_mb 256, and one that
+// writes 12 files of 16 MiB under disk_mb 64 (each file within file_size_mb), each run should
+// fail with its bound's code while the agent still runs, nothing of it should keep running,
+// and the executor should go on serving.
+TEST_F(AgentEscape, MemoryAndDiskAreBoundedOverTheWholeRun) {
+  const std::string marker = "aios-escape-bounds-" + std::to_string(::getpid());
+  const json limits = {
+      {"memory_mb", 256}, {"processes", 64}, {"file_size_mb", 128}, {"disk_mb", 64}};
+  write_escape_profile({{"marker", marker}, {"hog", {{"processes", 4}, {"mib", 100}}}}, limits);
+  start(marker);
+  const json hog = run_request("0000000000000011");
+  ASSERT_TRUE(hog.is_object()) << daemon_->log();
+  EXPECT_EQ(hog.value("error", "").rfind("EXTERNAL_AGENT_MEMORY_LIMIT", 0), 0U) << hog.dump();
+  ASSERT_TRUE(daemon_->stop().exited_with(0));
+
+  write_escape_profile({{"marker", marker},
+                        {"fill", "fill.bin"},
+                        {"fill_bytes", 192 << 20},
+                        {"fill_file_bytes", 16 << 20},
+                        {"fill_hold", 30}},
+                       limits);
+  start(marker);
+  const json fill = run_request("0000000000000012");
+  ASSERT_TRUE(fill.is_object()) << daemon_->log();
+  EXPECT_EQ(fill.value("error", "").rfind("EXTERNAL_AGENT_DISK_LIMIT", 0), 0U) << fill.dump();
+  EXPECT_EQ(processes_with(marker), 0);
+  EXPECT_TRUE(daemon_->stop().exited_with(0));
+}
+
 }  // namespace
 }  // namespace aios::executor::test

@@ -149,7 +149,8 @@ TEST_F(VerificationTest, AsksForExactlyTheCommandInItsSandbox) {
   spawner_.answer = [](const process::Spec& spec) {
     spec.on_stdout("ran ");
     spec.on_stderr("tests");
-    return process::Outcome{.exit_code = 0, .elapsed = std::chrono::milliseconds(42)};
+    return process::Outcome{
+        .exit_code = 0, .elapsed = std::chrono::milliseconds(42), .exceeded = {}};
   };
   const auto test = run(command());
   const auto calls = spawner_.calls();
@@ -200,11 +201,30 @@ TEST_F(VerificationTest, GoesThroughTheServiceAndFailuresDoNotPass) {
   EXPECT_EQ(refused["exit_code"], 127);
   EXPECT_EQ(refused["passed"], false);
   spawner_.answer = [](const process::Spec&) {
-    return process::Outcome{.timed_out = true, .exit_code = -9};
+    return process::Outcome{.timed_out = true, .exit_code = -9, .elapsed = {}, .exceeded = {}};
   };
   const auto timed_out = run(command());
   EXPECT_EQ(timed_out["timed_out"], true);
   EXPECT_EQ(timed_out["passed"], false);
+}
+
+// Given the worker's verification bounds, the command's sandbox should carry them, and a run
+// that passed one should fail with its code at the head of its output.
+TEST_F(VerificationTest, ARunPastAWholeRunBoundFailsWithItsCode) {
+  config_.verification_memory_mb = 512;
+  config_.verification_disk_mb = 100;
+  spawner_.answer = [](const process::Spec&) {
+    return process::Outcome{
+        .timed_out = false, .exit_code = -9, .elapsed = {}, .exceeded = process::Bound::disk};
+  };
+  const auto refused = run(command());
+  const auto calls = spawner_.calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].spec.sandbox->limits.memory_bytes, 512ULL << 20);
+  EXPECT_EQ(calls[0].spec.sandbox->limits.disk_bytes, 100ULL << 20);
+  EXPECT_EQ(refused["passed"], false);
+  EXPECT_EQ(refused["output"].get<std::string>().rfind("VERIFICATION_DISK_LIMIT: ", 0), 0U)
+      << refused.dump();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the worktree with only the provider credential, and the sealed result.
 #include <sys/stat.h>
 
+#include <array>
 #include <set>
 #include <system_error>
 
@@ -133,6 +134,14 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   }
   err.finish();
   if (outcome.timed_out) throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_TIMEOUT);
+  if (outcome.exceeded) {
+    // In kBounds' order: memory, processes, disk.
+    static constexpr std::array<ErrorCode, 3> kCodes = {
+        ErrorCode::RUNTIME_BROKER_BACKEND_MEMORY_LIMIT,
+        ErrorCode::RUNTIME_BROKER_BACKEND_PROCESS_LIMIT,
+        ErrorCode::RUNTIME_BROKER_BACKEND_DISK_LIMIT};
+    throw Error(kCodes[static_cast<std::size_t>(*outcome.exceeded)]);
+  }
   if (outcome.exit_code != 0) {
     const auto text = executor::redact_values(utf8::decode_replace(err.text()), secrets);
     throw Error(ErrorCode::RUNTIME_BROKER_BACKEND_FAILED,
