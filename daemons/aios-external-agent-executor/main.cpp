@@ -15,6 +15,7 @@
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
 #include "aios/log.hpp"
+#include "aios/process.hpp"
 
 extern "C" {
 extern char** environ;
@@ -31,6 +32,8 @@ std::vector<std::string> own_environment() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread: what a unit granted for building sandboxes goes nowhere else.
+  aios::process::confine_capabilities();
   CLI::App app{
       "The AIOS external agent executor: runs Hermes/OpenClaw from root-owned runtime\n"
       "profiles (<profile-root>/<runtime>.json) with only the provider credential\n"

@@ -13,6 +13,8 @@
 #include "aios/worker.hpp"
 
 int main(int argc, char** argv) {
+  // Before any thread: what a unit granted for building sandboxes goes nowhere else.
+  aios::process::confine_capabilities();
   CLI::App app{
       "The AIOS online agent worker: registers with the Task API, polls for tasks its\n"
       "capabilities allow, resolves each envelope through the governed Bridge, claims under a\n"

@@ -182,6 +182,14 @@ class SystemSpawner final : public Spawner {
   }
 };
 
+// For a daemon that builds sandboxes, first thing in main (capabilities are per thread, and
+// threads started later copy them): of the capabilities it was started with (a unit's
+// AmbientCapabilities=CAP_SETGID), keeps CAP_SETGID permitted only, neither effective nor
+// ambient, so that no child inherits it; the sandbox step raises it just long enough to drop
+// the child's supplementary groups. Without it, a sandbox started by a user with supplementary
+// groups keeps them. Root (whose sandboxes run as nobody, its groups dropped) is left as it is.
+void confine_capabilities();
+
 // The service's side of one connection (a socket-activated instance: `in` and `out` are its
 // socket): reads one spec (at most 1 MiB, within 30 s, exactly the fields run_through sends,
 // always with a sandbox), runs it with run() and writes the answer.

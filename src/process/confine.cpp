@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -15,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +46,7 @@ enum Step : int {
   kLimits,
   kExec,
   kStaging,
+  kGroups,
 };
 
 const char* step_name(int step) {
@@ -68,6 +71,8 @@ const char* step_name(int step) {
       return "sandbox: exec of /usr/bin/bwrap";
     case kStaging:
       return "sandbox: staging the bound paths (started by root)";
+    case kGroups:
+      return "sandbox: dropping the supplementary groups or the capabilities";
     default:
       return "sandbox";
   }
@@ -102,6 +107,26 @@ sockaddr_in ipv4(const std::string& address, std::uint16_t port) {
     throw std::system_error(EINVAL, std::generic_category(), "sandbox: address " + address);
   }
   return out;
+}
+
+// CAP_SETGID into the effective set, if it is permitted.
+bool raise_setgid() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  std::array<__user_cap_data_struct, 2> data{};
+  if (::syscall(SYS_capget, &header, data.data()) != 0) return false;
+  constexpr auto kSetgid = 1U << CAP_SETGID;
+  if ((data[0].permitted & kSetgid) == 0) return false;
+  data[0].effective |= kSetgid;
+  return ::syscall(SYS_capset, &header, data.data()) == 0;
+}
+
+bool drop_capabilities() {
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    return false;
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  std::array<__user_cap_data_struct, 2> none{};
+  return ::syscall(SYS_capset, &header, none.data()) == 0;
 }
 
 [[noreturn]] void fail(int channel, int step) {
@@ -260,6 +285,16 @@ struct Handed {
        ::prctl(PR_SET_DUMPABLE, 1) != 0)) {
     fail(channel, kIdentity);
   }
+  // A supplementary group would keep granting, inside, whatever it grants outside (the user
+  // namespace's setgroups "deny" below keeps them as they are). Root dropped them above; anyone
+  // else needs CAP_SETGID (the executor's and the broker's units grant it), raised for this call
+  // only. Without it they stay (docs/security.md says where).
+  if (!p.drop_root && ::getgroups(0, nullptr) > 0 && raise_setgid() &&
+      ::setgroups(0, nullptr) != 0) {
+    fail(channel, kGroups);
+  }
+  // No capability of ours reaches bubblewrap or the child: ambient ones would pass its exec.
+  if (!drop_capabilities()) fail(channel, kGroups);
   // The new user namespace's process bound is taken from RLIMIT_NPROC as it is now: raise it
   // to the hard limit first, so that only the bound set below, counted inside, applies.
   rlimit nproc{};
@@ -492,6 +527,20 @@ Spawned spawn_sandboxed(const Plan& plan, const Spec& spec, StandardFds fds) {
   spawned.status = std::move(status_read);
   spawned.exec_report = std::move(report_read);
   return spawned;
+}
+
+void confine_capabilities() {
+  // Root builds its sandboxes with root's powers (the child becomes nobody): nothing to confine.
+  if (::geteuid() == 0) return;
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  std::array<__user_cap_data_struct, 2> data{};
+  if (::syscall(SYS_capget, &header, data.data()) != 0) return;
+  constexpr auto kSetgid = 1U << CAP_SETGID;
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  const auto kept = data[0].permitted & kSetgid;
+  data = {};
+  data[0].permitted = kept;
+  ::syscall(SYS_capset, &header, data.data());
 }
 
 std::string_view sandbox_exec_program() {

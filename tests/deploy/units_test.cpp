@@ -174,9 +174,10 @@ TEST(Units, ExchangePartiesShareTheRootProvisionedExchangeKey) {
 
 // Every daemon's unit, with the exposure budget `systemd-analyze security --offline=true` must
 // keep it within: the two control-plane daemons at most 1.0, the workers at most 1.5. The two
-// units that build sandboxes for hostile agents (the executor, the broker) at most 2.1: the
+// units that build sandboxes for hostile agents (the executor, the broker) at most 2.4: the
 // user, mount, PID, network and IPC namespaces and bubblewrap's mount and three @privileged calls
-// cost 0.8 to 0.9 (docs/security.md, "What the units allow the sandbox").
+// cost 0.8 to 0.9, and CAP_SETGID, which drops the agent child's supplementary groups, 0.3
+// (docs/security.md, "What the units allow the sandbox").
 struct UnitBudget {
   const char* unit;
   double max_exposure;
@@ -184,8 +185,8 @@ struct UnitBudget {
 constexpr UnitBudget kUnitBudgets[] = {
     {"aios-agent-task-api.service", 1.0},
     {"aios-agent-task-execution-rebind.service", 1.0},
-    {"aios-external-agent-executor.service", 2.1},
-    {"aios-agent-runtime-broker.service", 2.1},
+    {"aios-external-agent-executor.service", 2.4},
+    {"aios-agent-runtime-broker.service", 2.4},
     {"aios-online-agent-worker.service", 1.5},
     {"aios-hermes-online-agent-worker.service", 1.5},
     {"aios-openclaw-online-agent-worker.service", 1.5},
@@ -211,6 +212,22 @@ TEST(Units, ExposureWithinBudget) {
   }
   // The verification sandbox builds sandboxes too, but has no network and no credential.
   EXPECT_LE(exposure_of(kSandboxService), 1.5);
+}
+
+// Given the units that build sandboxes for agents, CAP_SETGID should be the one capability they
+// hold (to drop the agent child's supplementary groups), and every other unit should hold none.
+TEST(Units, OnlyTheAgentSandboxBuildersHoldCapSetgid) {
+  for (const auto& budget : kUnitBudgets) {
+    const auto unit = read_file(std::string("deploy/systemd/") + budget.unit);
+    const std::string name = budget.unit;
+    const bool builder = name == "aios-external-agent-executor.service" ||
+                         name == "aios-agent-runtime-broker.service";
+    EXPECT_TRUE(
+        has_line(unit, builder ? "CapabilityBoundingSet=CAP_SETGID" : "CapabilityBoundingSet="))
+        << name;
+    EXPECT_TRUE(has_line(unit, builder ? "AmbientCapabilities=CAP_SETGID" : "AmbientCapabilities="))
+        << name;
+  }
 }
 
 // Given the generic worker, its verification commands should run in the socket-activated sandbox

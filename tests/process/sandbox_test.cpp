@@ -4,10 +4,15 @@
 #include "process/sandbox.hpp"
 
 #include <arpa/inet.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -523,6 +528,78 @@ TEST_F(SandboxTest, HandsTheWritablePathsBackOnlyOnceEveryProcessIsGone) {
   EXPECT_GT(files, 0U);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(owned_by_us(), files);
+}
+
+// Runs `body` (a sandbox script) from a child process that is nobody with the supplementary
+// groups 4242 and 4243, holding CAP_SETGID permitted (as confine_capabilities leaves a unit's
+// daemon): what the script reported, or "refused: <what>" when the sandbox did not start.
+std::string run_as_grouped_nobody(const std::string& body, Sandbox sandbox, const fs::path& cwd) {
+  int ends[2] = {-1, -1};
+  if (::pipe(ends) != 0) return "pipe";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(ends[0]);
+    const gid_t groups[] = {4242, 4243};
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    std::array<__user_cap_data_struct, 2> caps{};
+    caps[0].permitted = 1U << CAP_SETGID;
+    std::string answer;
+    if (::setgroups(2, groups) != 0 || ::prctl(PR_SET_KEEPCAPS, 1) != 0 ||
+        ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+        ::setresuid(kNobody, kNobody, kNobody) != 0 ||
+        // As a daemon started as that user is (a change of uid made this process undumpable).
+        ::prctl(PR_SET_DUMPABLE, 1) != 0 || ::syscall(SYS_capset, &header, caps.data()) != 0) {
+      answer = "setup failed";
+    } else {
+      try {
+        answer = run_script(body, std::move(sandbox), cwd).report.dump();
+      } catch (const std::system_error& error) {
+        answer = std::string("refused: ") + error.what();
+      }
+    }
+    (void)!::write(ends[1], answer.data(), answer.size());
+    ::_exit(0);
+  }
+  ::close(ends[1]);
+  std::string answer;
+  std::array<char, 4096> buffer{};
+  for (ssize_t n; (n = ::read(ends[0], buffer.data(), buffer.size())) > 0;) {
+    answer.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  ::close(ends[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return answer;
+}
+
+// Given a daemon user with supplementary groups, one of which may read a file in the sandbox's
+// view, and CAP_SETGID permitted, the child should keep none of them (they are dropped as the
+// sandbox is built) and so read nothing through them.
+TEST_F(SandboxTest, NoSupplementaryGroupReachesTheChild) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the test makes a user with groups, which takes root";
+  fs::permissions(dir_.path(), fs::perms::owner_all | fs::perms::group_exec |
+                                   fs::perms::group_read | fs::perms::others_exec |
+                                   fs::perms::others_read);
+  ASSERT_EQ(::chown((dir_ / "run").c_str(), kNobody, kNobody), 0);
+  const auto secret = dir_ / "config" / "group-secret";
+  aios::test::write_text_file(
+      secret, "GROUP-SECRET",
+      fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  ASSERT_EQ(::chown(secret.c_str(), 0, 4242), 0);
+  fs::permissions(dir_ / "config", fs::perms::owner_all | fs::perms::group_exec |
+                                       fs::perms::group_read | fs::perms::others_exec |
+                                       fs::perms::others_read);
+  auto sandbox = basic();
+  sandbox.read_only = {dir_ / "config"};
+  const std::string body =
+      "attempt('groups', lambda: os.getgroups())\n"
+      "attempt('read', lambda: open('" +
+      secret.string() + "').read())\n";
+  const auto answer = run_as_grouped_nobody(body, sandbox, dir_ / "run");
+  const auto kept = json::parse(answer, nullptr, false);
+  ASSERT_TRUE(kept.is_object()) << answer;
+  EXPECT_EQ(kept["groups"], "ok:[]") << kept;
+  EXPECT_TRUE(refused(kept, "read")) << kept;
 }
 
 // Given destination texts from a profile, only IPv4 or DNS hosts with a port 1..65535 pass.

@@ -458,12 +458,16 @@ denied() { # every attempt of a kind failed
 check "the agent child cannot write outside its directories under the executor unit" denied writes
 check "the agent child cannot read the credentials, the control token or the task database" denied reads
 check "the agent child cannot connect to the Task API, Bridge or rebind ports (its own network namespace)" denied connects
+check "the agent child keeps none of the unit user's supplementary groups (CAP_SETGID dropped them)" denied groups
+check "the agent child cannot make a user namespace (the sandbox's syscall filter)" denied syscalls
 no_survivor() { ! pgrep -f aios-probe-survivor >/dev/null; }
 check "nothing the agent child daemonised outlives its run (its own PID namespace)" no_survivor
 
 # The units that build sandboxes for hostile children pay 0.9 for it (docs/security.md).
+# CAP_SETGID, which drops the agent child's supplementary groups, costs the executor and the
+# broker 0.3 more.
 declare -A budget=([aios-agent-task-api]=1.0 [aios-agent-task-execution-rebind]=1.0
-  [aios-external-agent-executor]=2.1 [aios-agent-runtime-broker]=2.1)
+  [aios-external-agent-executor]=2.4 [aios-agent-runtime-broker]=2.4)
 for unit in "${UNITS[@]}"; do
   score=$(systemctl show -p Id --value "$unit" >/dev/null &&
     systemd-analyze security --no-pager "$unit.service" 2>/dev/null |
