@@ -108,14 +108,19 @@ std::string build() {
                          refused.syscall, 0),
         "rule");
   }
+  // The comparisons are spelled out: libseccomp's SCMP_A0 macros are C compound literals.
   for (const auto flag : kNamespaceFlags) {
-    filter_check(seccomp_rule_add(filter.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                  SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)),
-                 "clone rule");
+    const scmp_arg_cmp any_of_flag{
+        .arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = flag, .datum_b = flag};
+    filter_check(
+        seccomp_rule_add(filter.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, any_of_flag),
+        "clone rule");
   }
   for (const auto family : kRefusedFamilies) {
+    const scmp_arg_cmp is_family{
+        .arg = 0, .op = SCMP_CMP_EQ, .datum_a = static_cast<scmp_datum_t>(family), .datum_b = 0};
     filter_check(seccomp_rule_add(filter.get(), SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-                                  SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(family))),
+                                  is_family),
                  "socket rule");
   }
   // libseccomp 2.5 exports to a descriptor only.
