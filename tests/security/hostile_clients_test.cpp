@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "rebind/rebind_daemon.hpp"
+#include "support/rounds.hpp"
 #include "support/store_rows.hpp"
 #include "taskapi/client.hpp"
 
@@ -315,7 +316,11 @@ TEST_F(HostileClientsTest, ABodyFloodIsBoundedByTheBudgetNotTheDaemonsMemory) {
     held.push_back(std::move(raw));
   }
   EXPECT_GE(refused, 50);
-  EXPECT_LT(resident_kib(scheduler().process().pid()), 256 * 1024);
+  // Under AddressSanitizer the resident size is its shadow and quarantine more than ours: the
+  // release pass holds the bound.
+  if (!test::kSanitized) {
+    EXPECT_LT(resident_kib(scheduler().process().pid()), 256 * 1024);
+  }
   ApiClient owner(port(), scheduler().control_token());
   EXPECT_EQ(owner.get("/v1/status").status, 200);
 }
