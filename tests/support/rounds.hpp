@@ -6,8 +6,16 @@
 
 namespace aios::test {
 
+// GCC says so with __SANITIZE_ADDRESS__; clang 14 (the sanitizer pass's compiler) only through
+// __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
 #else
 inline constexpr bool kSanitized = false;
 #endif
