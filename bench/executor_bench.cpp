@@ -146,6 +146,10 @@ class ExecutorRig {
       options.execute.temporary_root = dir_ / "tmp";
       options.execute.environment = &aios::system_environment();
       std::ofstream(dir_ / "exchange_result_key") << aios::random_hex(32) << '\n';
+      // A secret file others may read refuses the start (SECRET_FILE_MODE_INVALID).
+      std::filesystem::permissions(
+          dir_ / "exchange_result_key",
+          std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
       options.key = aios::executor::ExchangeKey::from_file(dir_ / "exchange_result_key");
       server_ = std::make_unique<aios::executor::Server>(options);
       thread_ = std::thread([this] { server_->run(); });
