@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 
 namespace aios::process {
@@ -52,6 +53,23 @@ std::uint64_t tmpfs_used(const std::string& path) {
   return (info.f_blocks - info.f_bfree) * info.f_frsize;
 }
 
+// A directory its owner made unreadable, made readable to its owner again and opened. Through
+// a descriptor of the directory itself: the run may swap the name for a symlink meanwhile, and
+// chmod by name would follow it to whatever file of ours it points at.
+int reopened_readable(int at, const char* name) {
+  const int path = ::openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (path < 0) return -1;
+  struct stat own {};
+  std::array<char, 32> self{};
+  std::snprintf(self.data(), self.size(), "/proc/self/fd/%d", path);
+  int fd = -1;
+  if (::fstat(path, &own) == 0 && ::chmod(self.data(), (own.st_mode & 07777) | S_IRWXU) == 0) {
+    fd = ::openat(path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  ::close(path);
+  return fd;
+}
+
 // The bytes allocated below `root`, symlinks not followed. A directory the run made unreadable
 // is its own (the run's uid, or nobody's for a run started by root), so it is opened again.
 std::uint64_t allocated_below(const std::filesystem::path& root) {
@@ -84,12 +102,8 @@ std::uint64_t allocated_below(const std::filesystem::path& root) {
       too_deep = true;
       continue;
     }
-    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-    int fd = ::openat(at, entry->d_name, flags);
-    if (fd < 0 && errno == EACCES &&
-        ::fchmodat(at, entry->d_name, (info.st_mode & 07777) | S_IRWXU, 0) == 0) {
-      fd = ::openat(at, entry->d_name, flags);
-    }
+    int fd = ::openat(at, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) fd = reopened_readable(at, entry->d_name);
     if (fd < 0) continue;
     DIR* below = ::fdopendir(fd);
     if (below == nullptr) {
