@@ -10,11 +10,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "aios/process.hpp"
 
 struct git_repository;
 
@@ -86,7 +89,7 @@ std::string pack_history(const std::filesystem::path& git_dir, const std::string
 
 // A worker's read-only copy of the authority repository, filled through the Bridge: a bare
 // repository (made when missing) holding the whole history of each base it fetched, each kept
-// by a ref refs/bases/<oid>, so Repository::checkout and Worktree::create read it as they read
+// by a ref refs/bases/<oid>, so Repository::checkout and create_worktree read it as they read
 // the authority. Not thread-safe; one at a time per directory.
 class Mirror {
  public:
@@ -112,37 +115,42 @@ struct WorktreeChange {
   bool removed = false;  // present in the tree, gone from the worktree
 };
 
-// A disposable, non-bare copy of the authority repository for a backend to edit: the worker
-// reads its state back through this class and trusts nothing the backend says about it. The
-// repository is always opened with its working directory forced to `directory`, so a backend
-// that rewrites .git/config (core.worktree) cannot point the inspection elsewhere.
-class Worktree {
- public:
-  // Makes `directory` (which must not exist) a new repository holding a pack of exactly the
-  // history of `oid` copied from `authority_git_dir` (no hardlinks into the authority), with
-  // HEAD detached at `oid`, its tree checked out, and no ref, remote or configuration leading
-  // back to the authority. GIT_OPERATION_FAILED, or GOVERNED_COMMIT_BASE_MISSING when `oid` is
-  // not a commit reachable from a ref of the authority.
-  static void create(const std::filesystem::path& authority_git_dir, const std::string& oid,
+// Makes `directory` (which must not exist) a disposable repository for a backend to edit: a pack
+// of exactly the history of `oid` copied from `authority_git_dir` (no hardlinks into the
+// authority), HEAD detached at `oid`, its tree checked out, and no ref, remote or configuration
+// leading back to the authority. GIT_OPERATION_FAILED, or GOVERNED_COMMIT_BASE_MISSING when
+// `oid` is not a commit reachable from a ref of the authority.
+void create_worktree(const std::filesystem::path& authority_git_dir, const std::string& oid,
                      const std::filesystem::path& directory);
 
-  explicit Worktree(const std::filesystem::path& directory);
-  ~Worktree();
-  Worktree(const Worktree&) = delete;
-  Worktree& operator=(const Worktree&) = delete;
+// Paths whose content in `worktree` differs from commit `base`'s tree: modified, added (ignored
+// files not) or removed, in path order; type changes count. Read from the authority's side: its
+// objects, its info/exclude and the worktree's .gitignore files, never the worktree's own .git
+// (which a backend wrote; an entry named .git anywhere is passed over), so nothing the backend
+// put into repository metadata is parsed in this process. FIFOs, sockets and devices are passed
+// over too. GIT_OPERATION_FAILED.
+std::vector<WorktreeChange> worktree_changes(const std::filesystem::path& authority_git_dir,
+                                             const std::string& base,
+                                             const std::filesystem::path& worktree);
 
-  // The commit HEAD resolves to (nullopt when it resolves to nothing).
-  std::optional<std::string> head();
-  // Every ref (HEAD excepted) and the object it finally resolves to; "" when it dangles.
-  std::map<std::string, std::string> references();
-  // True when `oid` names an object in this worktree's object store.
-  bool has_object(const std::string& oid);
-  // Paths whose worktree content differs from commit `base`'s tree: modified, added (untracked
-  // included, ignored files not) or removed, in path order. Type changes count as changes.
-  std::vector<WorktreeChange> changes(const std::string& base);
-
- private:
-  git_repository* repo_ = nullptr;
+// HEAD and the refs of a repository a backend wrote, as /usr/bin/git show-ref reported them from
+// inside a sandbox. `unreadable` says why they could not be read in full (a broken or dangling
+// ref, metadata git refuses, a sandbox that failed); what was read before is kept.
+struct BackendRefs {
+  std::optional<std::string> head;
+  std::map<std::string, std::string> refs;  // name -> object id, HEAD excepted
+  std::string unreadable;
 };
+
+// Runs one sandboxed child as the caller runs its own (directly, or through the sandbox service).
+using SandboxRunner = std::function<process::Outcome(const process::Spec&)>;
+
+// Reads `git_dir` (which must be a real directory, not a link) with /usr/bin/git in a sandbox
+// with no network and nothing writable: `sandbox` brings the caller's hidden paths (one that
+// contains `git_dir` is dropped), and no configuration but the repository's own is read, no hook
+// or fsmonitor runs. Whatever the repository holds runs, if at all, inside that sandbox; its
+// report is only ever compared with what the caller expects.
+BackendRefs read_backend_refs(const std::filesystem::path& git_dir, process::Sandbox sandbox,
+                              const SandboxRunner& run);
 
 }  // namespace aios::git

@@ -1,5 +1,5 @@
 // The engineering worktree: a repository holding a copy of the base commit's history, detached
-// at it, and the reads the worker checks the backend's work with.
+// at it, and the comparison of its files with the base the worker checks the backend's work by.
 #include <git2.h>
 
 #include <memory>
@@ -11,26 +11,6 @@
 #include "git/internal.hpp"
 
 namespace aios::git {
-namespace {
-
-git_repository* open_at(const std::filesystem::path& directory) {
-  git_repository* raw = nullptr;
-  const auto dot_git = directory / ".git";
-  check(git_repository_open_ext(&raw, dot_git.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr),
-        "open worktree");
-  RepoHandle repo(raw);
-  // Only a rewritten core.worktree makes libgit2 pick another directory (setting it anyway
-  // leaks in libgit2 1.5, so it is set only then).
-  const char* workdir = git_repository_workdir(repo.get());
-  const std::string expected = (directory / "").string();
-  if (workdir == nullptr || expected != workdir) {
-    check(git_repository_set_workdir(repo.get(), directory.c_str(), 0), "set workdir");
-  }
-  return repo.release();
-}
-
-}  // namespace
-
 std::vector<std::string> remove_ref_locks(const std::filesystem::path& git_dir) {
   constexpr std::string_view kLock = ".lock";
   std::vector<std::string> refs;
@@ -93,8 +73,8 @@ std::string create_repository(const std::filesystem::path& git_dir,
 // not match, and a clone and its remote's removal make dozens, per task in a long-lived worker.
 // A pack of exactly the base's history, written into a fresh repository, copies no more and
 // leaves no remote or remote-tracking ref behind to remove.
-void Worktree::create(const std::filesystem::path& authority_git_dir, const std::string& oid,
-                      const std::filesystem::path& directory) {
+void create_worktree(const std::filesystem::path& authority_git_dir, const std::string& oid,
+                     const std::filesystem::path& directory) {
   keep_libgit2();
   const git_oid id = oid_of(oid);
   git_repository* raw_authority = nullptr;
@@ -113,49 +93,19 @@ void Worktree::create(const std::filesystem::path& authority_git_dir, const std:
   check(git_checkout_head(repo.get(), &checkout), "checkout");
 }
 
-Worktree::Worktree(const std::filesystem::path& directory) {
+// The authority opened with the worktree as its working directory (in this handle only, nothing
+// is written): the diff reads the worktree's files and nothing of its .git.
+std::vector<WorktreeChange> worktree_changes(const std::filesystem::path& authority_git_dir,
+                                             const std::string& base,
+                                             const std::filesystem::path& worktree) {
   keep_libgit2();
-  repo_ = open_at(directory);
-}
-
-Worktree::~Worktree() {
-  git_repository_free(repo_);
-}
-
-std::optional<std::string> Worktree::head() {
-  git_oid oid;
-  if (git_reference_name_to_id(&oid, repo_, "HEAD") < 0) return std::nullopt;
-  return text_of(oid);
-}
-
-std::map<std::string, std::string> Worktree::references() {
-  std::map<std::string, std::string> result;
-  git_reference_iterator* raw_iterator = nullptr;
-  check(git_reference_iterator_new(&raw_iterator, repo_), "list refs");
-  const Handle<git_reference_iterator, git_reference_iterator_free> iterator(raw_iterator);
-  const char* name = nullptr;
-  int rc = 0;
-  while ((rc = git_reference_next_name(&name, iterator.get())) == 0) {
-    git_oid oid;
-    result[name] = git_reference_name_to_id(&oid, repo_, name) == 0 ? text_of(oid) : "";
-  }
-  if (rc != GIT_ITEROVER) check(rc, "list refs");
-  return result;
-}
-
-bool Worktree::has_object(const std::string& oid) {
-  git_oid id;
-  if (oid.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, oid.c_str()) < 0) return false;
-  git_odb* raw = nullptr;
-  check(git_repository_odb(&raw, repo_), "object store");
-  const Handle<git_odb, git_odb_free> odb(raw);
-  return git_odb_exists(odb.get(), &id) == 1;
-}
-
-std::vector<WorktreeChange> Worktree::changes(const std::string& base) {
   const git_oid id = oid_of(base);
+  git_repository* raw = nullptr;
+  check(git_repository_open_bare(&raw, authority_git_dir.c_str()), "open authority");
+  const RepoHandle repo(raw);
+  check(git_repository_set_workdir(repo.get(), worktree.c_str(), 0), "set workdir");
   git_commit* raw_commit = nullptr;
-  check(git_commit_lookup(&raw_commit, repo_, &id), "base commit");
+  check(git_commit_lookup(&raw_commit, repo.get(), &id), "base commit");
   const CommitHandle commit(raw_commit);
   git_tree* raw_tree = nullptr;
   check(git_commit_tree(&raw_tree, commit.get()), "base tree");
@@ -165,7 +115,7 @@ std::vector<WorktreeChange> Worktree::changes(const std::string& base) {
   options.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
                   GIT_DIFF_INCLUDE_TYPECHANGE | GIT_DIFF_DISABLE_PATHSPEC_MATCH;
   git_diff* raw_diff = nullptr;
-  check(git_diff_tree_to_workdir(&raw_diff, repo_, tree.get(), &options), "diff");
+  check(git_diff_tree_to_workdir(&raw_diff, repo.get(), tree.get(), &options), "diff");
   const DiffHandle diff(raw_diff);
   std::vector<WorktreeChange> changes;
   const auto count = git_diff_num_deltas(diff.get());

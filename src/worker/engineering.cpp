@@ -53,7 +53,7 @@ void prepare(const RunDirectory& directory, const WorkerConfig& config, const js
   try {
     fs::create_directories(directory.root() / "home");
     fs::create_directories(directory.root() / "tmp");
-    git::Worktree::create(config.authority_git_dir, envelope.at("base_oid"), directory.worktree());
+    git::create_worktree(config.authority_git_dir, envelope.at("base_oid"), directory.worktree());
   } catch (const Error& error) {
     throw Error(ErrorCode::ENGINEERING_WORKTREE_FAILED, error.code() + ": " + error.detail());
   } catch (const std::exception& error) {
@@ -108,7 +108,6 @@ json run_engineering(RunContext& run) {
       run.heartbeat.alive("workspace");
       prepare(directory, run.config, envelope);
       state["request_id"] = request_id;
-      state["refs"] = git::Worktree(directory.worktree()).references();
       run.checkpoint.phase = "engineering_requested";
       run.checkpoints.save(run.checkpoint);
     } else if (!fs::is_directory(directory.worktree())) {
@@ -144,10 +143,12 @@ json run_engineering(RunContext& run) {
     }
 
     // Nothing the backend said about its work is used: git and the files say what changed.
-    const WorktreeBaseline baseline{envelope.at("base_oid"),
-                                    state.at("refs").get<std::map<std::string, std::string>>()};
-    auto inspected = inspect_worktree(directory.worktree(), baseline, run.config.authority_git_dir,
-                                      {run.config.agent_token});
+    const auto refs = git::read_backend_refs(
+        directory.worktree() / ".git", worker_sandbox(run.config), [&](const process::Spec& spec) {
+          return run_sandboxed(run.config, run.environment.spawner, spec);
+        });
+    auto inspected = inspect_worktree(directory.worktree(), envelope.at("base_oid"), refs,
+                                      run.config.authority_git_dir, {run.config.agent_token});
     if (inspected.change_set.empty()) throw Error(ErrorCode::ENGINEERING_NO_CHANGES);
     const json plan =
         verification_plan(envelope.at("verification"), answer["runtime_result"].at("verification"));

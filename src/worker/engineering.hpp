@@ -1,6 +1,6 @@
 #pragma once
 // The engineering adapter's own checks (seed 004): what the backend did is read back from git
-// and the file system by the worker, never taken from the backend's result.
+// and the file system, never taken from the backend's result.
 
 #include <filesystem>
 #include <map>
@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "aios/git.hpp"
 #include "worker/internal.hpp"
 
 namespace aios::worker {
@@ -23,23 +24,20 @@ inline constexpr std::size_t kMaxEngineeringChangeBytes = 16 * 1024 * 1024;
 std::optional<std::string> secret_pattern(std::string_view content,
                                           const std::vector<std::string>& known_secrets);
 
-// The worktree as the worker left it for the backend.
-struct WorktreeBaseline {
-  std::string base_oid;
-  std::map<std::string, std::string> refs;
-};
-
 struct InspectedChanges {
   nlohmann::json change_set;     // [{path, operation: write_file, content} | {path, delete_file}]
   nlohmann::json changed_files;  // [{path, operation, bytes, sha256}] for the result
 };
 
-// Reads the backend's work: ENGINEERING_COMMIT_CREATED when HEAD or a ref names a commit the
-// authority does not have, ENGINEERING_HEAD_MOVED, ENGINEERING_REFS_CHANGED, then per changed
-// path ENGINEERING_SYMLINK_ESCAPE, _CHANGE_UNSUPPORTED, _FILE_TOO_LARGE, _SECRET_DETECTED, and
-// ENGINEERING_CHANGE_SET_TOO_LARGE; ENGINEERING_WORKTREE_FAILED when git cannot be read.
+// Reads the backend's work. First its repository's refs, as git::read_backend_refs() reported
+// them (the worker left HEAD detached at `base_oid` and no ref): ENGINEERING_COMMIT_CREATED when
+// HEAD or a ref names a commit the authority does not have, ENGINEERING_REFS_CHANGED when a ref
+// exists or the refs could not be read, ENGINEERING_HEAD_MOVED. Then the worktree's files
+// against the base tree (git::worktree_changes), per changed path ENGINEERING_SYMLINK_ESCAPE,
+// _CHANGE_UNSUPPORTED, _FILE_TOO_LARGE, _SECRET_DETECTED, and ENGINEERING_CHANGE_SET_TOO_LARGE;
+// ENGINEERING_WORKTREE_FAILED when the comparison fails.
 InspectedChanges inspect_worktree(const std::filesystem::path& worktree,
-                                  const WorktreeBaseline& baseline,
+                                  const std::string& base_oid, const git::BackendRefs& refs,
                                   const std::filesystem::path& authority_git_dir,
                                   const std::vector<std::string>& known_secrets);
 

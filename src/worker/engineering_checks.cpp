@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
 
 #include "aios/canonical.hpp"
 #include "aios/files.hpp"
@@ -89,23 +88,20 @@ void check_parents(const fs::path& worktree, const std::string& path) {
   }
 }
 
-void check_git_state(git::Worktree& tree, const WorktreeBaseline& baseline,
+void check_git_state(const git::BackendRefs& read, const std::string& base_oid,
                      const fs::path& authority_git_dir) {
-  const auto head = tree.head();
-  const auto refs = tree.references();
-  std::set<std::string> before = {baseline.base_oid};
-  for (const auto& [name, oid] : baseline.refs) before.insert(oid);
   std::vector<std::string> after;
-  if (head) after.push_back(*head);
-  for (const auto& [name, oid] : refs) after.push_back(oid);
+  if (read.head) after.push_back(*read.head);
+  for (const auto& [name, oid] : read.refs) after.push_back(oid);
   git::Repository authority(authority_git_dir);
   for (const auto& oid : after) {
-    if (!oid.empty() && !before.contains(oid) && !authority.has_commit(oid)) {
+    if (oid != base_oid && !authority.has_commit(oid)) {
       refuse(ErrorCode::ENGINEERING_COMMIT_CREATED, oid);
     }
   }
-  if (head != baseline.base_oid) refuse(ErrorCode::ENGINEERING_HEAD_MOVED, head.value_or(""));
-  if (refs != baseline.refs) refuse(ErrorCode::ENGINEERING_REFS_CHANGED, "");
+  if (!read.unreadable.empty()) refuse(ErrorCode::ENGINEERING_REFS_CHANGED, read.unreadable);
+  if (read.head != base_oid) refuse(ErrorCode::ENGINEERING_HEAD_MOVED, read.head.value_or(""));
+  if (!read.refs.empty()) refuse(ErrorCode::ENGINEERING_REFS_CHANGED, read.refs.begin()->first);
 }
 
 }  // namespace
@@ -127,14 +123,13 @@ std::optional<std::string> secret_pattern(std::string_view content,
   return std::nullopt;
 }
 
-InspectedChanges inspect_worktree(const fs::path& worktree, const WorktreeBaseline& baseline,
-                                  const fs::path& authority_git_dir,
+InspectedChanges inspect_worktree(const fs::path& worktree, const std::string& base_oid,
+                                  const git::BackendRefs& refs, const fs::path& authority_git_dir,
                                   const std::vector<std::string>& known_secrets) {
   std::vector<git::WorktreeChange> changes;
   try {
-    git::Worktree tree(worktree);
-    check_git_state(tree, baseline, authority_git_dir);
-    changes = tree.changes(baseline.base_oid);
+    check_git_state(refs, base_oid, authority_git_dir);
+    changes = git::worktree_changes(authority_git_dir, base_oid, worktree);
   } catch (const Error& error) {
     if (error.code().starts_with("ENGINEERING_")) throw;
     throw Error(ErrorCode::ENGINEERING_WORKTREE_FAILED, error.code() + ": " + error.detail());

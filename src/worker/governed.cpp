@@ -43,6 +43,25 @@ Workspace::~Workspace() {
   fs::remove_all(root_, ignored);
 }
 
+process::Sandbox worker_sandbox(const WorkerConfig& config) {
+  process::Sandbox sandbox;
+  sandbox.hidden = {config.state_root,     config.checkpoint_db.parent_path(),
+                    config.workspace_root, config.authority_git_dir,
+                    config.executor_root,  config.broker_root,
+                    "/etc/credstore",      "/etc/credstore.encrypted",
+                    "/etc/aios-gitops"};
+  for (const auto* path : {&config.agent_token_file, &config.verification_socket}) {
+    if (!path->empty()) sandbox.hidden.push_back(path->parent_path());
+  }
+  return sandbox;
+}
+
+process::Outcome run_sandboxed(const WorkerConfig& config, process::Spawner& spawner,
+                               const process::Spec& spec) {
+  return config.verification_socket.empty() ? spawner.run(spec)
+                                            : spawner.run_through(config.verification_socket, spec);
+}
+
 nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& spawner,
                                 const fs::path& run_root, const fs::path& worktree,
                                 const nlohmann::json& command) {
@@ -59,25 +78,15 @@ nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& sp
   spec.timeout = std::chrono::seconds(command.at("timeout_seconds").get<int>());
   spec.on_stdout = keep;
   spec.on_stderr = keep;
-  process::Sandbox sandbox;
+  process::Sandbox sandbox = worker_sandbox(config);
   sandbox.writable = {run_root};
-  sandbox.hidden = {config.state_root,     config.checkpoint_db.parent_path(),
-                    config.workspace_root, config.authority_git_dir,
-                    config.executor_root,  config.broker_root,
-                    "/etc/credstore",      "/etc/credstore.encrypted",
-                    "/etc/aios-gitops"};
-  for (const auto* path : {&config.agent_token_file, &config.verification_socket}) {
-    if (!path->empty()) sandbox.hidden.push_back(path->parent_path());
-  }
   sandbox.limits.cpu_seconds = static_cast<std::uint64_t>(spec.timeout.count() / 1000 + 1);
   sandbox.limits.memory_bytes = config.verification_memory_mb << 20;
   sandbox.limits.disk_bytes = config.verification_disk_mb << 20;
   spec.sandbox = sandbox;
   process::Outcome outcome;
   try {
-    outcome = config.verification_socket.empty()
-                  ? spawner.run(spec)
-                  : spawner.run_through(config.verification_socket, spec);
+    outcome = run_sandboxed(config, spawner, spec);
   } catch (const std::system_error& error) {
     outcome.exit_code = 127;
     output = error.what();

@@ -5,15 +5,24 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "aios/process.hpp"
 #include "worker/internal.hpp"
 
 namespace aios::worker {
 
+// The sandbox every child the worker starts runs in, before its own paths and limits: no network,
+// nothing writable, and the worker's state, checkpoints, token, workspaces, authority repository,
+// exchanges and the host's credential stores hidden.
+process::Sandbox worker_sandbox(const WorkerConfig& config);
+
+// Runs a sandboxed `spec` through `spawner`: built here or, with a verification socket, by the
+// sandbox service (whose output arrives once, at the end, stdout and stderr together).
+process::Outcome run_sandboxed(const WorkerConfig& config, process::Spawner& spawner,
+                               const process::Spec& spec);
+
 // Runs one verification command ({label, argv, cwd, timeout_seconds}, already allowlisted) in
 // `worktree` with HOME and TMPDIR under `run_root`: argv, no shell, bounded output, timeout,
-// in a sandbox without network that sees the system and `run_root` only (not the worker's
-// state, checkpoints, token, other workspaces, the authority repository or the exchanges),
-// built here or, with a verification socket, by the sandbox service (both through `spawner`).
+// in worker_sandbox() with `run_root` writable, through run_sandboxed().
 // Returns {label, argv, exit_code, timed_out, passed, duration_ms, output}.
 nlohmann::json run_verification(const WorkerConfig& config, process::Spawner& spawner,
                                 const std::filesystem::path& run_root,

@@ -1,6 +1,7 @@
 # The online agent worker: its loop, checkpoint store, heartbeat and adapters, and the
 # engineering worktree it reads a backend's work from.
 target_sources(aios_core PRIVATE
+  git/backend_refs.cpp
   git/worktree.cpp
   worker/agent_runtime.cpp
   worker/command_line.cpp

@@ -71,15 +71,17 @@ TEST_F(EngineeringE2E, EngineeringTaskIsCommittedWithExactlyTheBackendsEditAndSu
 }
 
 TEST_F(EngineeringE2E, VerificationRunsOnACleanCheckoutOfExactlyTheCommittedTree) {
-  // Given a backend that leaves a file beside its edit that git does not see (excluded in the
-  // worktree's own .git/info/exclude), verification should run on a clean checkout of the base
-  // with exactly the committed change: the file is not there, and the commit is the edit alone.
+  // Given a backend that leaves files beside its edit that are no change (one its .gitignore
+  // ignores, one inside its .git), verification should run on a clean checkout of the base with
+  // exactly the committed change: neither file is there, nor any .git, and the commit is the
+  // edit and the .gitignore.
   start_broker("codex", "poison");
   auto body = engineering_task("task-eng-clean", "agent/task-eng-clean");
-  body["execution"]["verification"] = {{{"label", "clean"},
-                                        {"argv", {"/usr/bin/test", "!", "-e", "poison.txt"}},
-                                        {"cwd", "."},
-                                        {"timeout_seconds", 30}}};
+  body["execution"]["verification"] = {
+      {{"label", "clean"},
+       {"argv", {"/usr/bin/test", "!", "-e", "poison.txt", "-a", "!", "-e", ".git"}},
+       {"cwd", "."},
+       {"timeout_seconds", 30}}};
   create_task(body);
   auto& worker = make_engineering_worker("eng-clean", "codex");
   worker.start();
@@ -92,7 +94,8 @@ TEST_F(EngineeringE2E, VerificationRunsOnACleanCheckoutOfExactlyTheCommittedTree
   EXPECT_EQ(result.at("tests").at(0).at("label"), "clean");
   EXPECT_EQ(result.at("tests").at(0).at("passed"), true) << result.dump();
   const auto commit = branch_oid("agent/task-eng-clean");
-  EXPECT_EQ(repo_git("diff --name-status " + base() + " " + commit), "M\tdocs/BASE.md");
+  EXPECT_EQ(repo_git("diff --name-status " + base() + " " + commit),
+            "A\t.gitignore\nM\tdocs/BASE.md");
   EXPECT_TRUE(std::filesystem::is_empty(workspaces()));
 }
 
@@ -174,6 +177,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, EngineeringRefusal,
                          ::testing::Values(Refusal{"commit", "ENGINEERING_COMMIT_CREATED"},
                                            Refusal{"move_head", "ENGINEERING_HEAD_MOVED"},
                                            Refusal{"tag", "ENGINEERING_REFS_CHANGED"},
+                                           Refusal{"garbage_git", "ENGINEERING_REFS_CHANGED"},
                                            Refusal{"secret", "ENGINEERING_SECRET_DETECTED"},
                                            Refusal{"symlink", "ENGINEERING_SYMLINK_ESCAPE"},
                                            Refusal{"not_allowed",

@@ -49,15 +49,20 @@ elif scenario == "move_head":
     git("symbolic-ref", "HEAD", "refs/heads/elsewhere")
 elif scenario == "tag":
     git("tag", "backend-tag")
+elif scenario == "garbage_git":
+    # Metadata no git reads: the worker must neither parse it itself nor take it for no change.
+    write(".git/HEAD", "\x00garbage" * 512)
+    write(".git/packed-refs", "# pack-refs with: peeled\nnot-an-id refs/heads/x\n")
 elif scenario == "secret":
     write("config/provider.env", "OPENAI_API_KEY=sk-" + "Q7" * 24 + "\n")
 elif scenario == "symlink":
     os.symlink("/etc/passwd", "docs/passwd")
 elif scenario == "poison":
-    # Left beside the edit, out of git's sight: excluded in this worktree's own .git.
-    with open(".git/info/exclude", "a") as out:
-        out.write("poison.txt\n")
+    # Left beside the edit, out of the change: ignored by a .gitignore of its own (which is a
+    # change), and inside its .git (which is never one).
+    write(".gitignore", "poison.txt\n")
     write("poison.txt", "left by the backend\n")
+    write(".git/poison.txt", "left by the backend\n")
     verification = []
 elif scenario == "not_allowed":
     verification = [{"label": "who", "argv": ["/usr/bin/id"], "cwd": ".", "timeout_seconds": 30}]

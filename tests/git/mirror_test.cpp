@@ -54,8 +54,8 @@ TEST_F(MirrorTest, AMirrorFilledFromPacksReadsLikeTheAuthority) {
   EXPECT_EQ(mirror.bases(8), std::vector<std::string>{second});
   Repository(this->mirror()).checkout(second, dir_.path() / "out");
   EXPECT_EQ(read_text_file(dir_.path() / "out" / "b.md"), "b.md\n");
-  Worktree::create(this->mirror(), second, dir_.path() / "tree");
-  EXPECT_EQ(Worktree(dir_.path() / "tree").head(), second);
+  create_worktree(this->mirror(), second, dir_.path() / "tree");
+  EXPECT_EQ(read_text_file(dir_.path() / "tree" / ".git" / "HEAD"), second + "\n");
 }
 
 // Given the bases a mirror holds as haves, the next pack should carry only what is new; haves

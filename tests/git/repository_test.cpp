@@ -1,5 +1,5 @@
 // The authority repository through libgit2 (src/git/): the commit builder, the ref's
-// compare-and-swap, checkouts, and the disposable worktree the worker inspects after a backend.
+// compare-and-swap and checkouts.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,7 +16,6 @@ namespace {
 using aios::test::code_of;
 using aios::test::read_text_file;
 using aios::test::ScopedTempDir;
-using aios::test::write_text_file;
 
 const Signature kAuthor{"AIOS Test", "test@example.invalid", 1'800'000'000};
 
@@ -81,50 +80,6 @@ TEST_F(RepositoryTest, TheBranchMovesOnlyFromTheOidItWasExpectedAt) {
   EXPECT_TRUE(repo_.update_branch("agent/t-1", next, std::nullopt, "create"));
   EXPECT_EQ(repo_.branch_oid("agent/t-1"), next);
   EXPECT_FALSE(repo_.update_branch("main", base_, base_, "backwards from a stale oid"));
-}
-
-// Given a worktree made at the base, its HEAD should be the base with no ref leading back, and
-// every modification, addition and removal should be reported in path order.
-TEST_F(RepositoryTest, AWorktreeReportsEveryChangeAgainstItsBase) {
-  const auto tree = dir_.path() / "tree";
-  Worktree::create(git_dir(), base_, tree);
-  Worktree worktree(tree);
-  EXPECT_EQ(worktree.head(), base_);
-  EXPECT_TRUE(worktree.has_object(base_));
-  EXPECT_TRUE(worktree.references().empty());
-  EXPECT_TRUE(worktree.changes(base_).empty());
-  write_text_file(tree / "a.md", "changed\n");
-  write_text_file(tree / "new.md", "added\n");
-  std::filesystem::remove(tree / "dir/b.md");
-  const auto changes = worktree.changes(base_);
-  ASSERT_EQ(changes.size(), 3U);
-  EXPECT_EQ(changes[0].path, "a.md");
-  EXPECT_FALSE(changes[0].removed);
-  EXPECT_EQ(changes[1].path, "dir/b.md");
-  EXPECT_TRUE(changes[1].removed);
-  EXPECT_EQ(changes[2].path, "new.md");
-  // An unknown object, and a commit that no ref of the authority reaches, are both missing.
-  EXPECT_EQ(code_of([&] { Worktree::create(git_dir(), std::string(40, 'f'), dir_.path() / "x"); }),
-            "GOVERNED_COMMIT_BASE_MISSING");
-  const auto dangling = repo_.build_commit(base_, {{"d.md", false, "d"}}, "d", kAuthor);
-  EXPECT_EQ(code_of([&] { Worktree::create(git_dir(), dangling, dir_.path() / "y"); }),
-            "GOVERNED_COMMIT_BASE_MISSING");
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "y"));
-}
-
-// Given a base behind its branch, the worktree should hold the base's history and nothing the
-// branch gained after it.
-TEST_F(RepositoryTest, AWorktreeAtAnAncestorCopiesOnlyItsHistory) {
-  const auto next = repo_.build_commit(base_, {{"n.md", false, "n"}}, "n", kAuthor);
-  ASSERT_TRUE(repo_.update_branch("main", next, base_, "advance"));
-  const auto tree = dir_.path() / "tree";
-  Worktree::create(git_dir(), base_, tree);
-  Worktree worktree(tree);
-  EXPECT_EQ(worktree.head(), base_);
-  EXPECT_TRUE(worktree.has_object(base_));
-  EXPECT_FALSE(worktree.has_object(next));
-  EXPECT_FALSE(std::filesystem::exists(tree / "n.md"));
-  EXPECT_EQ(read_text_file(tree / "a.md"), "a\n");
 }
 
 }  // namespace

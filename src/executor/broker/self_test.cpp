@@ -26,8 +26,7 @@ json self_test(std::string_view backend, const BrokerOptions& options,
   local.worktree_root = scratch.path() / "worktrees";
   const fs::path worktree = local.worktree_root / "self-test" / "worktree";
   fs::create_directories(worktree.parent_path());
-  git::Worktree::create(authority, base, worktree);
-  const auto refs_before = git::Worktree(worktree).references();
+  git::create_worktree(authority, base, worktree);
 
   const json request = validate_request(
       {{"schema", kRequestSchema},
@@ -46,19 +45,26 @@ json self_test(std::string_view backend, const BrokerOptions& options,
   files::write_atomic(request_path, canonical_json(request));
   const json result = execute_request(request_path, scratch.path() / "result.json", local, execute);
 
-  git::Worktree inspected(worktree);
-  const auto head = inspected.head();
+  // What the backend left is read as the worker reads it: its refs by git in a sandbox, its
+  // files against the base.
+  const auto refs = git::read_backend_refs(
+      worktree / ".git", executor::child_sandbox({}, execute, {}), [&](const process::Spec& spec) {
+        return executor::environment_of(execute).spawner.run(spec);
+      });
   json changed = json::array();
-  for (const auto& change : inspected.changes(base)) changed.push_back(change.path);
+  for (const auto& change : git::worktree_changes(authority, base, worktree)) {
+    changed.push_back(change.path);
+  }
   const auto failed = [](const std::string& why) {
     throw Error(ErrorCode::RUNTIME_BROKER_SELF_TEST_FAILED, why);
   };
-  if (head != base) failed("HEAD moved away from the base commit");
-  if (inspected.references() != refs_before) failed("a ref changed");
+  if (!refs.unreadable.empty()) failed("the refs cannot be read: " + refs.unreadable);
+  if (refs.head != base) failed("HEAD moved away from the base commit");
+  if (!refs.refs.empty()) failed("a ref changed");
   if (changed.empty()) failed("the backend changed nothing in the worktree");
   return {{"backend", backend},
           {"base_oid", base},
-          {"head_oid", *head},
+          {"head_oid", *refs.head},
           {"changed_files", changed},
           {"runtime_result", result["runtime_result"]},
           {"duration_ms", result["duration_ms"]}};
