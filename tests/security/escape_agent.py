@@ -127,6 +127,18 @@ def secret_environment():
 attempt("secret_environment", secret_environment)
 
 
+def supplementary_groups():
+    """A group of the daemon's user (the exchanges, gitops) still held: what it grants, we have."""
+    groups = os.getgroups()
+    if not groups:
+        raise PermissionError("none")
+    return groups
+
+
+if known.get("groups"):
+    attempt("groups", supplementary_groups)
+
+
 # The kernel's larger surfaces, by raw syscall (x86_64 and aarch64 numbers): every one should be
 # refused by the sandbox's syscall filter. "ok" when the call succeeded or failed for a reason of
 # its own (EINVAL, EFAULT, ...), which means it reached the kernel; "refused" only for the

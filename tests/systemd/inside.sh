@@ -76,7 +76,10 @@ for runtime in hermes openclaw; do
     credential_env: {OPENAI_API_KEY: {credential: "aios-external-agent-oneapi-env",
                                       format: "dotenv", key: "ONEAPI_REGULAR_TOKEN"}},
     input_mode: "stdin_json", output_mode: "stdout_json", timeout_seconds: 60,
-    max_output_bytes: 65536, validated_version: "1.0.0"}' >/etc/aios/external-agent-runtime.d/$runtime.json
+    max_output_bytes: 65536, validated_version: "1.0.0"}
+    # The OpenClaw runs are bounded as a whole (the hog and fill tasks below pass the bounds).
+    + if $runtime == "openclaw" then {limits: {memory_mb: 256, processes: 64, file_size_mb: 128,
+      disk_mb: 64}} else {} end' >/etc/aios/external-agent-runtime.d/$runtime.json
 done
 seed=/var/tmp/seed
 install -d -o aios-agent-task -g aios-agent-task $seed
@@ -283,7 +286,7 @@ escape_known=$(jq -nc --arg repo $REPO --arg exchange $EXCHANGE --arg state $WOR
   listings: [$repo, $exchange, "/etc/credstore", "/run/credentials"],
   writes: [($repo + "/refs/heads/escaped"), ($exchange + "/results/forged.json"), ($state + "/escaped")],
   connects: ["127.0.0.1:18940", "127.0.0.1:18892", "127.0.0.1:18942"],
-  unix_connects: ["/run/aios-verification/sandbox.sock"], survive: true}')
+  unix_connects: ["/run/aios-verification/sandbox.sock"], survive: true, groups: true}')
 create sd-verify-escape "$(jq -n --argjson writer "$WRITER" --arg known "$escape_known" \
   --rawfile escape "$share/tests/security/escape_agent.py" '{goal: "A hostile verification",
   execution: {action: "deterministic", adapter: "deterministic", capability_scope: $writer,
@@ -306,7 +309,7 @@ nothing_written() {
   [ ! -e $REPO/refs/heads/escaped ] && [ ! -e $EXCHANGE/results/forged.json ] &&
     [ ! -e $WORKER_STATE/escaped ] && ! pgrep -f aios-sd-verify-escape-survivor >/dev/null
 }
-check "hostile verification: no credential, checkpoint, exchange, repository, port or socket reached" \
+check "hostile verification: no credential, checkpoint, exchange, repository, port, socket or group reached" \
   escapes_refused
 check "hostile verification: nothing written outside its sandbox, nothing outlives it" nothing_written
 check "hostile verification: its own connect to the socket started no instance (one each, two in all)" \
@@ -463,6 +466,24 @@ check "the agent child cannot make a user namespace (the sandbox's syscall filte
 no_survivor() { ! pgrep -f aios-probe-survivor >/dev/null; }
 check "nothing the agent child daemonised outlives its run (its own PID namespace)" no_survivor
 
+# Whole-run bounds under the executor unit: four processes of 100 MiB each (each within its own
+# RLIMIT_DATA) against memory_mb 256, and 128 MiB in files of 16 MiB against disk_mb 64.
+agent_task sd-hog openclaw "hog 4x100"
+agent_task sd-fill openclaw "fill 128"
+ended_by() { # ended_by ID CODE: the worker gave the task back with the bound's code
+  local i
+  for i in $(seq 90); do
+    journalctl -q -o cat -u aios-openclaw-online-agent-worker | grep -F "\"$1\"" |
+      grep -F TASK_FAILED | grep -qF "$2" && return 0
+    sleep 1
+  done
+  return 1
+}
+check "an agent run over memory_mb as a whole ends with EXTERNAL_AGENT_MEMORY_LIMIT" \
+  ended_by sd-hog EXTERNAL_AGENT_MEMORY_LIMIT
+check "an agent run over disk_mb ends with EXTERNAL_AGENT_DISK_LIMIT" \
+  ended_by sd-fill EXTERNAL_AGENT_DISK_LIMIT
+
 # The units that build sandboxes for hostile children pay 0.9 for it (docs/security.md).
 # CAP_SETGID, which drops the agent child's supplementary groups, costs the executor and the
 # broker 0.3 more.
@@ -480,8 +501,10 @@ done
 sandbox_score=$(systemd-analyze security --no-pager --offline=true \
   /usr/lib/systemd/system/aios-verification-sandbox@.service 2>/dev/null |
   sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
-check "systemd-analyze security aios-verification-sandbox@: ${sandbox_score:-none} (budget 1.5)" \
-  awk -v s="${sandbox_score:-99}" 'BEGIN { exit !(s <= 1.5) }'
+# It holds CAP_SETGID too (0.3) and cannot have PrivateUsers= (0.2), whose namespace denies the
+# setgroups call that drops the verification child's groups.
+check "systemd-analyze security aios-verification-sandbox@: ${sandbox_score:-none} (budget 2.0)" \
+  awk -v s="${sandbox_score:-99}" 'BEGIN { exit !(s <= 2.0) }'
 
 check "every unit is active at the end" all_active
 check "no unit failed at the end" no_failed
