@@ -29,6 +29,7 @@
 
 #include "aios/environment.hpp"
 #include "aios/error.hpp"
+#include "aios/gateway.hpp"
 #include "aios/process.hpp"
 #include "aios/sys.hpp"
 
@@ -68,6 +69,12 @@ struct CredentialBinding {
   std::string key;         // the dotenv key ("" for raw)
 };
 
+// The provider a profile reaches through the gateway (gateway.hpp), which alone holds its key.
+struct Provider {
+  gateway::Upstream upstream;    // with its ca_file
+  CredentialBinding credential;  // env_name empty: the key goes to no environment
+};
+
 struct RuntimeProfile {
   std::string runtime;            // "hermes" or "openclaw"
   std::vector<std::string> argv;  // argv[0] resolved; a node script resolved too
@@ -77,6 +84,9 @@ struct RuntimeProfile {
   std::size_t max_output_bytes = kMaxOutputBytes;
   std::vector<std::pair<std::string, std::string>> environment;  // sorted by name
   std::vector<CredentialBinding> credential_env;                 // sorted by env name
+  // Set: the child reaches this provider through the gateway and holds only a placeholder key
+  // (no credential_env then).
+  std::optional<Provider> provider;
   // The sandbox the child runs in (docs/executor.md, "Sandbox"): the only host:port
   // destinations it reaches (none: no network), what it sees read-only besides the system and
   // the executable roots, and its limits.
@@ -125,6 +135,10 @@ std::vector<std::pair<std::string, std::string>> project_credentials(
     const RuntimeProfile& profile,
     const std::optional<std::filesystem::path>& credentials_directory);
 
+// The provider's key, read by the same rules (and codes) as a credential_env binding.
+std::string provider_key(const Provider& provider,
+                         const std::optional<std::filesystem::path>& credentials_directory);
+
 // The names in `environment` ("NAME=value" entries) that look like secrets (TOKEN, SECRET,
 // PASSWORD, CREDENTIAL, AUTHORIZATION, PRIVATE_KEY, API_KEY in the upper-cased name) and have a
 // value, sorted; CREDENTIALS_DIRECTORY is systemd metadata and never listed.
@@ -164,6 +178,17 @@ const Environment& environment_of(const ExecuteOptions& options);
 // the host's credential stores hidden; the profile's destinations and limits.
 process::Sandbox child_sandbox(const RuntimeProfile& profile, const ExecuteOptions& options,
                                std::vector<std::filesystem::path> writable);
+
+// With a profile that names a provider: the run's gateway (gateway.hpp) under `budget`, served
+// at the upstream's host and port inside `spec`'s sandbox (set already), logging `log_fields`
+// with each call; the child's environment gets OPENAI_BASE_URL (the gateway, with the upstream's
+// prefix) and OPENAI_API_KEY (a placeholder for this run), `secrets` the provider's key (for
+// redaction). Null without one. Throws the credential codes. It must outlive the run.
+std::unique_ptr<gateway::Gateway> open_gateway(const RuntimeProfile& profile,
+                                               const ExecuteOptions& options,
+                                               gateway::Budget budget, nlohmann::json log_fields,
+                                               process::Spec& spec,
+                                               std::vector<std::string>& secrets);
 
 // Runs one request file and writes its result to `result_path` (atomic, 0640, fsync'd file and
 // directory). Returns the result. Throws the EXTERNAL_AGENT_* code of the first refusal or

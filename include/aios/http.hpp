@@ -418,6 +418,96 @@ ClientResponse request(std::string_view method, std::string_view url, std::strin
                        const std::atomic<bool>* cancel = nullptr,
                        std::shared_ptr<TlsClientCredentials> tls = nullptr);
 
+// --- Forwarding proxy ---------------------------------------------------------------------
+
+// One request a forwarding proxy read from its client.
+struct ProxyRequest {
+  std::string method;
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;  // in order, names as sent
+  std::string body;
+  // The value of the first header named `name` (ASCII case-insensitive), or "" when absent.
+  std::string_view header(std::string_view name) const;
+};
+
+// What goes upstream instead. The proxy sets Host, Content-Length and Connection itself and
+// drops any of them (and Transfer-Encoding, Keep-Alive, Proxy-*) given here.
+struct ProxyForward {
+  std::string target;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+// How one forwarded request ended.
+struct ProxyOutcome {
+  int status = 0;                // the upstream's; 0 when none came
+  std::uint64_t bytes_up = 0;    // request body bytes sent upstream
+  std::uint64_t bytes_down = 0;  // answer body bytes passed to the client
+  std::chrono::milliseconds duration{0};
+  std::string error;  // the code, when the upstream failed or the client went away mid-answer
+};
+
+// Watches one forwarded request: the answer's status and content type, then each piece of its
+// body as it is passed on, then the end (always called once).
+class ProxyCall {
+ public:
+  virtual ~ProxyCall() = default;
+  virtual void on_response(int status, std::string_view content_type) = 0;
+  virtual void on_body(std::string_view piece) = 0;
+  virtual void on_end(const ProxyOutcome& outcome) = 0;
+};
+
+// ASCII case-insensitive equality, as header names compare.
+bool same_header_name(std::string_view a, std::string_view b);
+
+// The policy's answer to a request: `answer` (a refusal) is sent and nothing forwarded;
+// otherwise `forward` goes upstream and `call` (may be null) watches it.
+struct ProxyDecision {
+  std::optional<Response> answer;
+  ProxyForward forward;
+  std::unique_ptr<ProxyCall> call;
+};
+using ProxyPolicy = std::function<ProxyDecision(ProxyRequest&)>;
+
+struct ProxyOptions {
+  std::string host;  // the upstream, reached over TLS with `tls`, else plaintext
+  std::uint16_t port = 0;
+  std::shared_ptr<TlsClientCredentials> tls;
+  std::size_t max_body_bytes = 32 * 1024 * 1024;  // a client's request body
+  std::uint32_t max_header_bytes = 64 * 1024;
+  // Waiting for a client's next request, and for a client to take a piece of an answer.
+  std::chrono::milliseconds idle_timeout{300'000};
+  // Connecting, sending a request and waiting for the answer's header (a model may think long).
+  std::chrono::milliseconds answer_timeout{600'000};
+  // Between two pieces of an answer's body.
+  std::chrono::milliseconds stream_timeout{300'000};
+};
+
+// One client connection of a forwarding proxy (the executor's provider gateway): reads each
+// request (bounded: 413 REQUEST_SIZE_INVALID, 400 for malformed HTTP), asks the policy, and
+// forwards it to the one upstream over a keep-alive connection of its own, passing the answer
+// back as it arrives (a text/event-stream unbuffered, chunked stays chunked). An upstream that
+// cannot be reached or times out before its answer's header is answered with
+// HTTP_UPSTREAM_UNAVAILABLE (502), HTTP_UPSTREAM_TIMEOUT (503) or TLS_HANDSHAKE_FAILED; one that
+// fails mid-answer cuts the client's connection. Not thread-safe, but for stop().
+class ProxyConnection {
+ public:
+  // Takes the connected socket `fd`.
+  ProxyConnection(int fd, ProxyOptions options, ProxyPolicy policy);
+  ~ProxyConnection();
+  ProxyConnection(const ProxyConnection&) = delete;
+  ProxyConnection& operator=(const ProxyConnection&) = delete;
+
+  // Serves until the client closes, a timeout, a failure or stop(); then closes both sides.
+  void serve();
+  // Any thread: makes serve() return within 250 ms.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // True when `error` (from request or a Transport) says the peer was never reached: it could not
 // be resolved or refused the connection, so nothing of the request was sent and sending it to
 // another replica cannot do it twice.

@@ -110,11 +110,20 @@ inline constexpr std::array<Bound, 3> kBounds = {Bound::memory, Bound::processes
 // "memory", "processes", "disk".
 std::string_view bound_name(Bound bound);
 
+// A destination whose connections the caller serves itself instead of relaying them (the
+// executor's provider gateway): the listener made for it inside the sandbox's network namespace
+// is handed to `listen` once the sandbox has started.
+struct Served {
+  Destination destination;
+  std::function<void(Fd listener)> listen;
+};
+
 struct Sandbox {
   std::vector<std::filesystem::path> read_only;
   std::vector<std::filesystem::path> writable;
   std::vector<std::filesystem::path> hidden;
-  std::vector<Destination> network;  // empty: no network at all
+  std::vector<Destination> network;  // empty (and no `served`): no network at all
+  std::vector<Served> served;
   Limits limits;
 };
 

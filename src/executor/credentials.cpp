@@ -81,47 +81,60 @@ std::string dotenv_value(std::string_view text, const std::string& key) {
   return selected;
 }
 
-}  // namespace
-
-std::vector<std::pair<std::string, std::string>> project_credentials(
-    const RuntimeProfile& profile, const std::optional<fs::path>& credentials_directory) {
-  std::vector<std::pair<std::string, std::string>> result;
-  if (profile.credential_env.empty()) return result;
+const fs::path& credential_directory(const std::optional<fs::path>& credentials_directory) {
   if (!credentials_directory || !credentials_directory->is_absolute()) {
     fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_MISSING);
   }
   if (!files::is_real_directory(*credentials_directory)) {
     fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_DIRECTORY_INVALID);
   }
+  return *credentials_directory;
+}
+
+std::string read_credential(const CredentialBinding& binding, const fs::path& directory) {
+  const auto read = files::read_file(directory / binding.credential, kMaxCredentialBytes);
+  switch (read.status) {
+    case files::ReadStatus::ok:
+      break;
+    case files::ReadStatus::not_regular:
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FILE_INVALID);
+    case files::ReadStatus::too_large:
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_TOO_LARGE);
+    case files::ReadStatus::failed:
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_READ_FAILED);
+  }
+  const std::string& raw = read.content;
+  if (raw.find('\0') != std::string::npos || !utf8::valid(raw)) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_CONTENT_INVALID);
+  }
+  std::string selected =
+      binding.format == "raw" ? std::string(python_strip(raw)) : dotenv_value(raw, binding.key);
+  if (selected.empty() ||
+      selected.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_INVALID);
+  }
+  if (selected.size() > kMaxCredentialBytes) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_TOO_LARGE);
+  }
+  return selected;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> project_credentials(
+    const RuntimeProfile& profile, const std::optional<fs::path>& credentials_directory) {
+  std::vector<std::pair<std::string, std::string>> result;
+  if (profile.credential_env.empty()) return result;
+  const auto& directory = credential_directory(credentials_directory);
   for (const auto& binding : profile.credential_env) {
-    const auto read =
-        files::read_file(*credentials_directory / binding.credential, kMaxCredentialBytes);
-    switch (read.status) {
-      case files::ReadStatus::ok:
-        break;
-      case files::ReadStatus::not_regular:
-        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FILE_INVALID);
-      case files::ReadStatus::too_large:
-        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_TOO_LARGE);
-      case files::ReadStatus::failed:
-        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_READ_FAILED);
-    }
-    const std::string& raw = read.content;
-    if (raw.find('\0') != std::string::npos || !utf8::valid(raw)) {
-      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_CONTENT_INVALID);
-    }
-    const std::string selected =
-        binding.format == "raw" ? std::string(python_strip(raw)) : dotenv_value(raw, binding.key);
-    if (selected.empty() ||
-        selected.find_first_of(std::string_view("\0\n\r", 3)) != std::string::npos) {
-      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_INVALID);
-    }
-    if (selected.size() > kMaxCredentialBytes) {
-      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_VALUE_TOO_LARGE);
-    }
-    result.emplace_back(binding.env_name, selected);
+    result.emplace_back(binding.env_name, read_credential(binding, directory));
   }
   return result;
+}
+
+std::string provider_key(const Provider& provider,
+                         const std::optional<fs::path>& credentials_directory) {
+  return read_credential(provider.credential, credential_directory(credentials_directory));
 }
 
 std::vector<std::string> secret_looking_variables(const std::vector<std::string>& environment) {

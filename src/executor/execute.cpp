@@ -91,10 +91,35 @@ std::string result_digest(const json& result) {
 std::string failure_text(const Error& error) {
   std::string text = error.code();
   if (error.is_any({ErrorCode::EXTERNAL_AGENT_PROCESS_FAILED,
-                    ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED})) {
+                    ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED,
+                    ErrorCode::EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED})) {
     text += ":" + error.detail();
   }
   return sanitize_text(text);
+}
+
+namespace {}  // namespace
+
+std::unique_ptr<gateway::Gateway> open_gateway(const RuntimeProfile& profile,
+                                               const ExecuteOptions& options,
+                                               gateway::Budget budget, json log_fields,
+                                               process::Spec& spec,
+                                               std::vector<std::string>& secrets) {
+  if (!profile.provider) return nullptr;
+  const auto& upstream = profile.provider->upstream;
+  std::string key = provider_key(*profile.provider, options.credentials_directory);
+  secrets.push_back(key);
+  // Agent CLIs refuse an empty key; this one opens nothing but this run's gateway.
+  const std::string placeholder = "aios-run-" + environment_of(options).random.hex(16);
+  auto gate = std::make_unique<gateway::Gateway>(upstream, std::move(key), placeholder, budget,
+                                                 std::move(log_fields));
+  spec.sandbox->served.push_back(
+      {{upstream.host, upstream.port},
+       [gate = gate.get()](process::Fd listener) { gate->listen(std::move(listener)); }});
+  spec.environment.push_back("OPENAI_BASE_URL=http://" + upstream.host + ":" +
+                             std::to_string(upstream.port) + upstream.prefix);
+  spec.environment.push_back("OPENAI_API_KEY=" + placeholder);
+  return gate;
 }
 
 namespace {
@@ -131,6 +156,16 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
     spec.environment.push_back(name + "=" + value);
     secrets.push_back(value);
   }
+  const auto& environment = environment_of(options);
+  gateway::Budget budget;
+  if (const auto bounds = request.find("model_budget"); bounds != request.end()) {
+    budget = gateway::parse_budget(*bounds).value_or(gateway::Budget{});
+  }
+  const auto gateway = open_gateway(profile, options, budget,
+                                    {{"request_id", request["request_id"]},
+                                     {"task_id", request["task_id"]},
+                                     {"runtime", runtime}},
+                                    spec, secrets);
 
   // Keeping twice the limit at each end reproduces the seed's bounding of the whole stream for
   // any output up to four times the limit, at a bounded cost for a runaway child.
@@ -140,7 +175,6 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
 
   if (options.before_spawn) options.before_spawn();
-  const auto& environment = environment_of(options);
   environment.faults.point("executor_start_marked");
   process::Outcome outcome;
   try {
@@ -157,6 +191,10 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
                                                         ErrorCode::EXTERNAL_AGENT_PROCESS_LIMIT,
                                                         ErrorCode::EXTERNAL_AGENT_DISK_LIMIT};
     throw Error(kCodes[static_cast<std::size_t>(*outcome.exceeded)]);
+  }
+  if (gateway && gateway->budget_exhausted()) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED,
+                canonical_json(gateway->usage().to_json()));
   }
   if (outcome.exit_code != 0) {
     const auto stderr_text = redact_values(utf8::decode_replace(err.text()), secrets);
@@ -182,6 +220,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
       {"control_plane_access_granted", false},
   };
   if (output.json) result["output_json"] = *output.json;
+  if (gateway) result["model_usage"] = gateway->usage().to_json();
   result["result_sha256"] = digest(result);
   return result;
 }

@@ -156,6 +156,29 @@ std::vector<std::pair<std::string, std::string>> profile_environment(const Docum
   return result;
 }
 
+// One credential_env entry's spec (also a provider's credential) by the seed's rules.
+CredentialBinding credential_binding(std::string env_name, const Document& spec) {
+  if (!spec.is_object()) fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID);
+  const Document credential = spec.value("credential", Document());
+  const Document key = spec.value("key", Document());
+  if (!credential.is_string() || !rules::is_credential_name(credential.get<std::string>())) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_NAME_INVALID);
+  }
+  const auto format = mode_field(spec.value("format", Document()), "dotenv");
+  if (!format || (*format != "dotenv" && *format != "raw")) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FORMAT_INVALID);
+  }
+  if (*format == "dotenv") {
+    if (!key.is_string() || !rules::is_env_name(key.get<std::string>())) {
+      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_INVALID);
+    }
+  } else if (!key.is_null()) {
+    fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_UNEXPECTED);
+  }
+  return {std::move(env_name), credential.get<std::string>(), *format,
+          key.is_string() ? key.get<std::string>() : std::string()};
+}
+
 std::vector<CredentialBinding> profile_credentials(const Document& value) {
   std::vector<CredentialBinding> result;
   if (value.is_null()) return result;
@@ -163,29 +186,38 @@ std::vector<CredentialBinding> profile_credentials(const Document& value) {
   for (const auto& [env_name, spec] : value.items()) {
     // Only the provider key may be projected; it also passes the environment-name pattern.
     if (env_name != "OPENAI_API_KEY") fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_NAME_DENY);
-    if (!spec.is_object()) fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_SPEC_INVALID);
-    const Document credential = spec.value("credential", Document());
-    const Document key = spec.value("key", Document());
-    if (!credential.is_string() || !rules::is_credential_name(credential.get<std::string>())) {
-      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_NAME_INVALID);
-    }
-    const auto format = mode_field(spec.value("format", Document()), "dotenv");
-    if (!format || (*format != "dotenv" && *format != "raw")) {
-      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_FORMAT_INVALID);
-    }
-    if (*format == "dotenv") {
-      if (!key.is_string() || !rules::is_env_name(key.get<std::string>())) {
-        fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_INVALID);
-      }
-    } else if (!key.is_null()) {
-      fail(ErrorCode::EXTERNAL_AGENT_CREDENTIAL_KEY_UNEXPECTED);
-    }
-    result.push_back({env_name, credential.get<std::string>(), *format,
-                      key.is_string() ? key.get<std::string>() : std::string()});
+    result.push_back(credential_binding(env_name, spec));
   }
   std::sort(result.begin(), result.end(),
             [](const auto& a, const auto& b) { return a.env_name < b.env_name; });
   return result;
+}
+
+// {upstream, credential[, ca_file]}: nothing else, so a misspelt key is no silent default.
+std::optional<Provider> profile_provider(const Document& value) {
+  if (value.is_null()) return std::nullopt;
+  if (!value.is_object()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+  for (const auto& [name, item] : value.items()) {
+    if (name != "upstream" && name != "credential" && name != "ca_file") {
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+    }
+  }
+  const Document upstream = value.value("upstream", Document());
+  auto parsed =
+      upstream.is_string() ? gateway::parse_upstream(upstream.get<std::string>()) : std::nullopt;
+  if (!parsed) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+  if (const auto ca = value.find("ca_file"); ca != value.end()) {
+    std::error_code error;
+    if (!ca->is_string() || !parsed->https || ca->get_ref<const std::string&>().empty() ||
+        ca->get_ref<const std::string&>().front() != '/' ||
+        !fs::is_regular_file(ca->get<std::string>(), error)) {
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+    }
+    parsed->ca_file = ca->get<std::string>();
+  }
+  const auto credential = value.find("credential");
+  if (credential == value.end()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+  return Provider{std::move(*parsed), credential_binding("", *credential)};
 }
 
 std::vector<process::Destination> profile_network(const Document& value) {
@@ -289,6 +321,15 @@ void load_profile_limits(const Document& value, RuntimeProfile& profile) {
   profile.environment = profile_environment(value.value("environment", Document()));
   profile.credential_env = profile_credentials(value.value("credential_env", Document()));
   profile.network = profile_network(value.value("network", Document()));
+  profile.provider = profile_provider(value.value("provider", Document()));
+  if (profile.provider) {
+    const process::Destination upstream{profile.provider->upstream.host,
+                                        profile.provider->upstream.port};
+    if (!profile.credential_env.empty() || std::find(profile.network.begin(), profile.network.end(),
+                                                     upstream) != profile.network.end()) {
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+    }
+  }
   profile.read_only_paths = profile_read_only_paths(value.value("read_only_paths", Document()));
   profile.limits = profile_sandbox_limits(value.value("limits", Document()));
 }

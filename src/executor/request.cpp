@@ -46,12 +46,19 @@ json validate_request(const json& value) {
   if (!instructions.is_null() && !instructions.is_string()) {
     throw Error(ErrorCode::EXTERNAL_AGENT_INSTRUCTIONS_INVALID);
   }
-  return {{"schema", kRequestSchema},
-          {"request_id", request_id},
-          {"runtime", runtime},
-          {"task_id", task_id},
-          {"execution_digest", execution_digest},
-          {"payload", payload}};
+  json request = {{"schema", kRequestSchema},
+                  {"request_id", request_id},
+                  {"runtime", runtime},
+                  {"task_id", task_id},
+                  {"execution_digest", execution_digest},
+                  {"payload", payload}};
+  // Only when set, so a request without one digests as the seed's does.
+  if (const auto budget = value.find("model_budget"); budget != value.end()) {
+    const auto parsed = gateway::parse_budget(*budget);
+    if (!parsed) throw Error(ErrorCode::EXTERNAL_AGENT_MODEL_BUDGET_INVALID);
+    request["model_budget"] = parsed->to_json();
+  }
+  return request;
 }
 
 std::string python_json_dumps(const json& value) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <vector>
 
 #include "http/url.hpp"
@@ -22,11 +23,6 @@ namespace bhttp = beast::http;
 
 constexpr std::uint64_t kMaxResponseBodyBytes = 64ull * 1024 * 1024;
 constexpr std::uint32_t kMaxResponseHeaderBytes = 64 * 1024;
-// How often a cancellable call looks at its flag: a worker's stop waits at most this long,
-// and an idle worker wakes this often (more often would cost the idle fleet more than 1 % of
-// a core).
-constexpr std::chrono::milliseconds kCancelCheck{250};
-
 // The peer closed a connection it considered idle: nothing of the request was processed.
 bool closed_by_peer(const beast::error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == net::error::eof ||
@@ -47,8 +43,13 @@ bool is_http_error(const beast::error_code& ec) {
 }  // namespace
 
 ClientConnection::ClientConnection(std::string host, std::uint16_t port, bool keep_alive,
-                                   std::shared_ptr<TlsClientCredentials> tls)
-    : host_(std::move(host)), port_(port), keep_alive_(keep_alive), tls_(std::move(tls)) {
+                                   std::shared_ptr<TlsClientCredentials> tls, net::io_context* io)
+    : host_(std::move(host)),
+      port_(port),
+      keep_alive_(keep_alive),
+      tls_(std::move(tls)),
+      own_io_(io == nullptr ? std::make_unique<net::io_context>(1) : nullptr),
+      io_(io == nullptr ? *own_io_ : *io) {
   host_header_ = host_.find(':') == std::string::npos ? host_ : "[" + host_ + "]";
   if (port_ != (tls_ ? 443 : 80)) host_header_ += ":" + std::to_string(port_);
   session_key_ = host_ + ":" + std::to_string(port_);
@@ -95,32 +96,17 @@ ClientConnection::Message ClientConnection::build(std::string_view method, std::
 template <class Start>
 beast::error_code ClientConnection::run(Clock::time_point deadline, bool& timed_out,
                                         Start&& start) {
-  beast::error_code result;
-  bool done = false;
-  start([&result, &done](beast::error_code ec, auto&&...) {
-    result = ec;
-    done = true;
-  });
-  io_.restart();
-  const auto cancelled = [this] { return cancel_ != nullptr && cancel_->load(); };
-  if (cancel_ == nullptr) {
-    io_.run_until(deadline);
-  } else {
-    while (!done && !cancelled() && Clock::now() < deadline) {
-      io_.run_for(std::min<Clock::duration>(kCancelCheck, deadline - Clock::now()));
-    }
-  }
-  if (!done) {
-    timed_out = true;
+  const auto result = run_until(io_, deadline, cancel_, std::forward<Start>(start), [this] {
     beast::error_code ignored;
     socket_.close(ignored);  // aborts the operation; its TLS stream must outlive it
     resolver_.cancel();
-    io_.restart();
-    io_.run();  // delivers the aborted completion before `result` goes out of scope
-    close();
-    if (cancelled()) fail(ErrorCode::HTTP_CLIENT_CANCELLED, "cancelled", {});
-  }
-  return result;
+  });
+  if (result) return *result;
+  timed_out = true;
+  close();
+  if (cancel_ != nullptr && cancel_->load())
+    fail(ErrorCode::HTTP_CLIENT_CANCELLED, "cancelled", {});
+  return {};
 }
 
 bool ClientConnection::closed_while_idle() {
@@ -250,6 +236,57 @@ ClientResponse ClientConnection::request(std::string_view method, std::string_vi
     if (!keep_alive_ || !response.keep_alive()) close();
     return ClientResponse{static_cast<int>(response.result_int()), std::move(response.body())};
   }
+}
+
+ClientConnection::StreamParser& ClientConnection::start_stream(Message& message,
+                                                               std::chrono::milliseconds timeout,
+                                                               const std::atomic<bool>* cancel) {
+  const auto deadline = Clock::now() + timeout;
+  cancel_ = cancel;
+  if (socket_.is_open() && closed_while_idle()) close();
+  if (!socket_.is_open()) connect(deadline);
+  message.set(bhttp::field::host, host_header_);
+  message.keep_alive(keep_alive_);
+  bool timed_out = false;
+  auto ec = run(deadline, timed_out, [&](auto handler) {
+    with_stream([&](auto& stream) { bhttp::async_write(stream, message, handler); });
+  });
+  if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "write to", {});
+  if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, "write to", ec);
+  stream_.emplace();
+  stream_->header_limit(kMaxResponseHeaderBytes);
+  // A stream has no length; the caller bounds what it keeps.
+  stream_->body_limit(std::numeric_limits<std::uint64_t>::max());
+  stream_->skip(message.method() == bhttp::verb::head);
+  ec = run(deadline, timed_out, [&](auto handler) {
+    with_stream(
+        [&](auto& stream) { bhttp::async_read_header(stream, buffer_, *stream_, handler); });
+  });
+  if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "read from", {});
+  if (ec) {
+    fail(is_http_error(ec) ? ErrorCode::HTTP_UPSTREAM_RESPONSE_INVALID
+                           : ErrorCode::HTTP_UPSTREAM_UNAVAILABLE,
+         "read from", ec);
+  }
+  return *stream_;
+}
+
+void ClientConnection::read_some(std::chrono::milliseconds timeout,
+                                 const std::atomic<bool>* cancel) {
+  cancel_ = cancel;
+  bool timed_out = false;
+  auto ec = run(Clock::now() + timeout, timed_out, [&](auto handler) {
+    with_stream([&](auto& stream) { bhttp::async_read_some(stream, buffer_, *stream_, handler); });
+  });
+  // buffer_body reports a full buffer as need_buffer: the piece is there to pass on.
+  if (ec == bhttp::error::need_buffer) ec = {};
+  if (timed_out) fail(ErrorCode::HTTP_UPSTREAM_TIMEOUT, "read from", {});
+  if (ec) fail(ErrorCode::HTTP_UPSTREAM_UNAVAILABLE, "read from", ec);
+}
+
+void ClientConnection::finish_stream() {
+  if (!keep_alive_ || !stream_ || !stream_->is_done() || !stream_->get().keep_alive()) close();
+  stream_.reset();
 }
 
 }  // namespace aios::http::detail

@@ -20,10 +20,7 @@ std::string_view trim(std::string_view text) {
 }  // namespace
 
 std::string_view Request::header(std::string_view name) const {
-  for (const auto& [key, value] : headers) {
-    if (detail::iequals(key, name)) return value;
-  }
-  return {};
+  return detail::header_value(headers, name);
 }
 
 std::string_view bearer_from_authorization(std::string_view value) {

@@ -5,6 +5,7 @@ target_sources(aios_core PRIVATE
   http/client_connection.cpp
   http/admission.cpp
   http/listener.cpp
+  http/proxy.cpp
   http/request.cpp
   http/request_parser.cpp
   http/response.cpp

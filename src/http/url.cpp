@@ -91,6 +91,14 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+std::string_view header_value(const std::vector<std::pair<std::string, std::string>>& headers,
+                              std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (iequals(key, name)) return value;
+  }
+  return {};
+}
+
 }  // namespace detail
 
 namespace {

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace aios::http::detail {
 
@@ -27,5 +29,9 @@ bool is_safe_header_value(std::string_view text);
 
 // ASCII case-insensitive equality.
 bool iequals(std::string_view a, std::string_view b);
+
+// The value of the first header named `name` (ASCII case-insensitive), or "" when absent.
+std::string_view header_value(const std::vector<std::pair<std::string, std::string>>& headers,
+                              std::string_view name);
 
 }  // namespace aios::http::detail

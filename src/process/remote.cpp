@@ -225,7 +225,7 @@ json serve(const std::string& request_text) {
 }  // namespace
 
 Outcome run_through(const std::filesystem::path& socket_path, const Spec& spec) {
-  if (!spec.sandbox || !spec.sandbox->network.empty()) {
+  if (!spec.sandbox || !spec.sandbox->network.empty() || !spec.sandbox->served.empty()) {
     throw Error(ErrorCode::SANDBOX_REQUEST_INVALID, "only a sandbox without network is served");
   }
   sockaddr_un address{};

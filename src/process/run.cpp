@@ -183,13 +183,20 @@ class Session {
       status_ = std::move(spawned.status);
       exec_report_ = std::move(spawned.exec_report);
       auto& listening = spawned.listeners;
-      if (!listening.empty()) {
-        std::vector<std::pair<Fd, Destination>> relayed;
-        for (std::size_t i = 0; i < listening.size(); ++i) {
-          relayed.emplace_back(std::move(listening[i]), plan.listeners[i].destination);
+      std::vector<std::pair<Fd, Destination>> relayed;
+      for (std::size_t i = 0; i < listening.size(); ++i) {
+        const auto& destination = plan.listeners[i].destination;
+        const auto& served = spec_.sandbox->served;
+        const auto own = std::find_if(served.begin(), served.end(), [&](const Served& s) {
+          return s.destination == destination;
+        });
+        if (own != served.end()) {
+          own->listen(std::move(listening[i]));
+        } else {
+          relayed.emplace_back(std::move(listening[i]), destination);
         }
-        relay_ = std::make_unique<Relay>(std::move(relayed));
       }
+      if (!relayed.empty()) relay_ = std::make_unique<Relay>(std::move(relayed));
     } else {
       pid_ = spawn(spec_.argv, spec_.environment, spec_.working_directory, fds);
     }

@@ -151,7 +151,9 @@ Plan plan_sandbox(const Spec& spec, bool own_procfs, bool staged) {
   const Sandbox& sandbox = *spec.sandbox;
   Plan plan;
   plan.staged = staged;
-  plan_network(sandbox.network, plan);
+  std::vector<Destination> destinations = sandbox.network;
+  for (const auto& served : sandbox.served) destinations.push_back(served.destination);
+  plan_network(destinations, plan);
   auto& argv = plan.argv;
   // No UTS namespace: the units' ProtectHostname= already forbids sethostname, and the host's
   // name is no secret.

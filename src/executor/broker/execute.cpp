@@ -124,6 +124,11 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   };
   spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
   spec.sandbox = executor::child_sandbox(profile, execute, {worktree, temporary.path()});
+  const auto gateway = executor::open_gateway(profile, execute, {},
+                                              {{"request_id", request["request_id"]},
+                                               {"task_id", request["task_id"]},
+                                               {"backend", profile.runtime}},
+                                              spec, secrets);
 
   if (execute.before_spawn) execute.before_spawn();
   process::Outcome outcome;
@@ -164,6 +169,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
       {"runtime_result", runtime_result},
       {"credential_material_exposed", false},
   };
+  if (gateway) result["model_usage"] = gateway->usage().to_json();
   result["result_sha256"] = executor::result_digest(result);
   return result;
 }
@@ -192,7 +198,7 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
     static const std::set<std::string> kKeys = {
         "schema",          "backend",          "protocol",    "argv",
         "timeout_seconds", "max_output_bytes", "environment", "credential_env",
-        "network",         "read_only_paths",  "limits"};
+        "network",         "read_only_paths",  "limits",      "provider"};
     if (!kKeys.contains(key)) config_invalid("unknown field " + key);
   }
   Backend backend;
