@@ -24,12 +24,16 @@ class RealOpenClaw : public ExecutorTest {
     cli_ = std::make_unique<RealCli>(install_realcli());
   }
 
+  void answers(bool through_gateway);
+
   std::unique_ptr<RealCli> cli_;
 };
 
 // Given the real OpenClaw CLI behind the executor, the result should carry the fake model's
-// answer, and the model should have been called with exactly the projected provider key.
-TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
+// answer, and the model should have been called with exactly the provider key: projected into
+// the agent's environment, or (`through_gateway`) added by the provider gateway to the calls of
+// an agent that holds only its run's placeholder, with the calls' usage in the result.
+void RealOpenClaw::answers(bool through_gateway) {
   const std::string reply = "AIOS-REALCLI-" + aios::test::random_token(12);
   const std::string provider_key = "sk-provider-" + aios::test::random_token(24);
   const std::string other_key = "sk-other-" + aios::test::random_token(24);
@@ -69,27 +73,34 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
                   std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
                       std::filesystem::perms::others_read);
 
-  write_profile("openclaw", {{"schema", kProfileSchema},
-                             {"runtime", "openclaw"},
-                             {"argv",
-                              {(cli_->node_root / "bin" / "node").string(),
-                               (cli_->openclaw_root / "openclaw.mjs").string(), "agent", "--local",
-                               "--json", "--agent", "main", "--thinking", "off", "--message",
-                               "{prompt}", "--model", "openai/fake-model", "--timeout", "60"}},
-                             {"credential_env",
-                              {{"OPENAI_API_KEY",
-                                {{"credential", "aios-external-agent-oneapi-env"},
-                                 {"format", "dotenv"},
-                                 {"key", "ONEAPI_REGULAR_TOKEN"}}}}},
-                             {"environment",
-                              {{"OPENCLAW_CONFIG_PATH", (work / "openclaw.json").string()},
-                               {"NODE_COMPILE_CACHE", cli_->compile_cache.string()}}},
-                             {"input_mode", "stdin_text"},
-                             {"output_mode", "stdout_json"},
-                             {"max_output_bytes", 131072},
-                             {"timeout_seconds", 120},
-                             // The agent's sandbox reaches the fake model and nothing else.
-                             {"network", {"127.0.0.1:" + std::to_string(port)}}});
+  json profile = {{"schema", kProfileSchema},
+                  {"runtime", "openclaw"},
+                  {"argv",
+                   {(cli_->node_root / "bin" / "node").string(),
+                    (cli_->openclaw_root / "openclaw.mjs").string(), "agent", "--local", "--json",
+                    "--agent", "main", "--thinking", "off", "--message", "{prompt}", "--model",
+                    "openai/fake-model", "--timeout", "60"}},
+                  {"credential_env",
+                   {{"OPENAI_API_KEY",
+                     {{"credential", "aios-external-agent-oneapi-env"},
+                      {"format", "dotenv"},
+                      {"key", "ONEAPI_REGULAR_TOKEN"}}}}},
+                  {"environment",
+                   {{"OPENCLAW_CONFIG_PATH", (work / "openclaw.json").string()},
+                    {"NODE_COMPILE_CACHE", cli_->compile_cache.string()}}},
+                  {"input_mode", "stdin_text"},
+                  {"output_mode", "stdout_json"},
+                  {"max_output_bytes", 131072},
+                  {"timeout_seconds", 120},
+                  // The agent's sandbox reaches the fake model and nothing else.
+                  {"network", {"127.0.0.1:" + std::to_string(port)}}};
+  if (through_gateway) {
+    profile["provider"] = {{"upstream", "http://127.0.0.1:" + std::to_string(port) + "/v1"},
+                           {"credential", profile["credential_env"]["OPENAI_API_KEY"]}};
+    profile.erase("credential_env");
+    profile.erase("network");
+  }
+  write_profile("openclaw", profile);
 
   const auto credentials = dir_ / "credentials";
   std::filesystem::create_directories(credentials);
@@ -127,6 +138,15 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
   EXPECT_EQ(result["credential_material_exposed"], false);
   EXPECT_EQ(result["control_plane_access_granted"], false);
   EXPECT_EQ(result["result_sha256"], result_digest(result));
+  if (through_gateway) {
+    EXPECT_GE(result["model_usage"]["requests"], 1) << result.dump();
+    EXPECT_EQ(result["model_usage"]["unmetered"], 0) << result.dump();
+    EXPECT_EQ(result["model_usage"]["total"].get<int>(),
+              15 * result["model_usage"]["requests"].get<int>())
+        << result.dump();
+  } else {
+    EXPECT_FALSE(result.contains("model_usage"));
+  }
 
   // What the model saw: chat completions authorized with exactly the projected key; the other
   // provider key of the same credential file reached nothing.
@@ -142,6 +162,14 @@ TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
   EXPECT_TRUE(std::filesystem::is_empty(work / "workspace"));
   EXPECT_TRUE(std::filesystem::is_empty(temporary()));
   EXPECT_TRUE(executor.stop().exited_with(0));
+}
+
+TEST_F(RealOpenClaw, AnswersThroughTheExecutorWithOnlyTheProviderKey) {
+  answers(false);
+}
+
+TEST_F(RealOpenClaw, AnswersThroughTheGatewayWithoutEverHoldingTheKey) {
+  answers(true);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@ aios_test(executor_tests
   executor/execute_test.cpp
   executor/exchange_test.cpp
   executor/command_line_test.cpp
-  executor/spawn_spec_test.cpp)
+  executor/spawn_spec_test.cpp
+  executor/gateway_run_test.cpp)
 target_link_libraries(executor_tests PRIVATE CLI11::CLI11)
 aios_integration_test(executor_integration_tests executor/serve_test.cpp)
 add_dependencies(executor_integration_tests aios-external-agent-executor)
