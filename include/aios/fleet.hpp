@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "aios/environment.hpp"
+#include "aios/gateway.hpp"
 #include "aios/resolution.hpp"
 #include "aios/store.hpp"
 #include "aios/sys.hpp"
@@ -100,6 +101,11 @@ struct ResultSubmission {
   std::string idempotency_key{};
   std::string result_json{};     // canonical, at most max_result_bytes (RESULT_TOO_LARGE)
   std::string request_sha256{};  // what a replay must match (the token left out)
+  // The result's model_usage (gateway::parse_usage; any other shape is RESULT_INVALID) and the
+  // runtime it ran on (its agent_runtime or engineering_backend, "other" when neither names
+  // one): the submission event and /metrics count them.
+  std::optional<gateway::Usage> model_usage{};
+  std::string runtime{};
 };
 ResultSubmission result_submission_of(const nlohmann::json& body, std::size_t max_result_bytes);
 
@@ -347,7 +353,8 @@ class TaskPlane {
   // same transaction (its error kept apart, as submit_result_then_claim keeps it).
   struct ResultsThenClaims {
     nlohmann::json results = nlohmann::json::array();
-    std::size_t stored = 0;  // new submissions (not replays)
+    std::size_t stored = 0;                 // new submissions (not replays)
+    std::vector<std::size_t> stored_items;  // their places in the batch
     std::vector<nlohmann::json> claims;
     std::exception_ptr claim_error;
   };

@@ -62,7 +62,11 @@ struct Usage {
   // {requests, input, output, total, unmetered, refused, bytes_up, bytes_down}: names the
   // secret-key rules pass (no "token" in them).
   nlohmann::json to_json() const;
+  Usage& operator+=(const Usage& other);
 };
+
+// What to_json() writes, exactly those keys with non-negative integers; nullopt otherwise.
+std::optional<Usage> parse_usage(const nlohmann::json& value);
 
 // The usage counts one answer states: Chat Completions' usage {prompt_tokens,
 // completion_tokens, total_tokens} or the Responses API's {input_tokens, output_tokens,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "aios/fleet.hpp"
+#include "aios/gateway.hpp"
 #include "aios/http.hpp"
 
 namespace aios {
@@ -39,6 +40,9 @@ class TaskApiMetrics {
   void count_claim(std::uint64_t n = 1);
   void count_result(std::uint64_t n = 1);
   void count_expired(std::uint64_t n) { expired_ += n; }
+  // A stored result's model calls, by the runtime it ran on (at most kMaxModelRuntimes of them
+  // are told apart; the rest count as "other").
+  void count_model_usage(const std::string& runtime, const gateway::Usage& usage);
   // A waiting claim-next woken to try that claimed nothing.
   void count_empty_wakeup() { ++empty_wakeups_; }
   // The replica's state, for /health and /metrics: its store (set once before serving; its
@@ -73,6 +77,8 @@ class TaskApiMetrics {
 
   std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::uint64_t> requests_;
+  static constexpr std::size_t kMaxModelRuntimes = 32;
+  std::map<std::string, gateway::Usage> model_usage_;
   std::array<std::uint64_t, kBuckets.size() + 1> latency_buckets_{};
   double latency_sum_ = 0;
   std::uint64_t latency_count_ = 0;

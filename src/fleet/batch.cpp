@@ -120,7 +120,10 @@ TaskPlane::ResultsThenClaims TaskPlane::submit_results(
       out.results.push_back(fleet::refused_item(results[i].task_id, outcome[i]));
       continue;
     }
-    if (applied[i].status == 201) ++out.stored;
+    if (applied[i].status == 201) {
+      ++out.stored;
+      out.stored_items.push_back(i);
+    }
     freed.push_back(applied[i].freed_worker);
     out.results.push_back(std::move(applied[i].answer));
   }

@@ -150,6 +150,18 @@ ResultSubmission result_submission_of(const nlohmann::json& body, std::size_t ma
   if (!result.is_object()) fail(ErrorCode::RESULT_INVALID);
   submission.result_json = canonical_json(result);
   if (submission.result_json.size() > max_result_bytes) fail(ErrorCode::RESULT_TOO_LARGE);
+  if (const auto usage = result.find("model_usage"); usage != result.end()) {
+    submission.model_usage = gateway::parse_usage(*usage);
+    if (!submission.model_usage) fail(ErrorCode::RESULT_INVALID);
+    submission.runtime = "other";
+    for (const char* name : {"agent_runtime", "engineering_backend"}) {
+      const auto named = result.find(name);
+      if (named != result.end() && named->is_string() &&
+          envelope::is_identifier(named->get_ref<const std::string&>(), "_-", 0, 31)) {
+        submission.runtime = named->get<std::string>();
+      }
+    }
+  }
   // The token is left out: a replay after the lease ended must still find the stored answer.
   submission.request_sha256 = digest({{"attempt", submission.proof.attempt},
                                       {"execution_digest", submission.proof.execution_digest},

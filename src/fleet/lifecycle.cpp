@@ -105,13 +105,16 @@ fleet::ResultApplied fleet::apply_result(store::Transaction& tx, const Agent& ag
   tx.end_dispatch(task_id, "COMPLETED", now_s);
   tx.note_worker_success(worker_id, now_s);
   const std::string result_sha = sha256_hex(submission.result_json);
-  tx.append_event(task_id, "TASK_RESULT_SUBMITTED", agent.agent_id,
-                  {{"attempt", proof.attempt},
-                   {"idempotency_key", key},
-                   {"execution_digest", proof.execution_digest},
-                   {"result_sha256", result_sha},
-                   {"worker_id", worker_id}},
-                  now_iso);
+  nlohmann::json event = {{"attempt", proof.attempt},
+                          {"idempotency_key", key},
+                          {"execution_digest", proof.execution_digest},
+                          {"result_sha256", result_sha},
+                          {"worker_id", worker_id}};
+  if (submission.model_usage) {
+    event["model_usage"] = submission.model_usage->to_json();
+    event["runtime"] = submission.runtime;
+  }
+  tx.append_event(task_id, "TASK_RESULT_SUBMITTED", agent.agent_id, event, now_iso);
   ResultApplied applied{.status = 201,
                         .answer = {{"task_id", task_id},
                                    {"status", row.status},

@@ -1,6 +1,7 @@
 // The gateway's reading of what it forwards: the upstream's URL, and the usage counts an answer
 // states, JSON or stream, without holding more of the answer than it needs.
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "aios/canonical.hpp"
@@ -112,6 +113,40 @@ json Budget::to_json() const {
   if (max_requests != 0) value["max_requests"] = max_requests;
   if (max_usage != 0) value["max_usage"] = max_usage;
   return value;
+}
+
+namespace {
+
+// Usage's fields by name, in to_json's order.
+constexpr std::array<std::pair<const char*, std::uint64_t Usage::*>, 8> kUsageFields = {{
+    {"requests", &Usage::requests},
+    {"input", &Usage::input},
+    {"output", &Usage::output},
+    {"total", &Usage::total},
+    {"unmetered", &Usage::unmetered},
+    {"refused", &Usage::refused},
+    {"bytes_up", &Usage::bytes_up},
+    {"bytes_down", &Usage::bytes_down},
+}};
+
+}  // namespace
+
+std::optional<Usage> parse_usage(const json& value) {
+  if (!value.is_object() || value.size() != kUsageFields.size()) return std::nullopt;
+  Usage usage;
+  for (const auto& [name, member] : kUsageFields) {
+    const auto found = value.find(name);
+    if (found == value.end() || !found->is_number_integer() || found->get<std::int64_t>() < 0) {
+      return std::nullopt;
+    }
+    usage.*member = found->get<std::uint64_t>();
+  }
+  return usage;
+}
+
+Usage& Usage::operator+=(const Usage& other) {
+  for (const auto& [name, member] : kUsageFields) this->*member += other.*member;
+  return *this;
 }
 
 json Usage::to_json() const {

@@ -29,6 +29,12 @@ void TaskApiMetrics::count_result(std::uint64_t n) {
   current_slot().results += n;
 }
 
+void TaskApiMetrics::count_model_usage(const std::string& runtime, const gateway::Usage& usage) {
+  std::lock_guard lock(mutex_);
+  const bool known = model_usage_.contains(runtime) || model_usage_.size() < kMaxModelRuntimes;
+  model_usage_[known ? runtime : "other"] += usage;
+}
+
 nlohmann::json TaskApiMetrics::snapshot() {
   std::lock_guard lock(mutex_);
   const auto oldest = current_slot().start - static_cast<std::int64_t>(kHistory - 1) * kSlotSeconds;
@@ -111,6 +117,35 @@ std::string TaskApiMetrics::render(
   for (const auto& [key, count] : requests_) {
     out << "aios_http_requests_total{route=\"" << key.first << "\",status=\"" << key.second
         << "\"} " << count << '\n';
+  }
+  if (!model_usage_.empty()) {
+    out << "# HELP aios_model_requests_total Model calls the provider gateway forwarded, by "
+           "runtime (from stored results).\n# TYPE aios_model_requests_total counter\n";
+    for (const auto& [runtime, usage] : model_usage_) {
+      out << "aios_model_requests_total{runtime=\"" << runtime << "\"} " << usage.requests << '\n';
+    }
+    out << "# HELP aios_model_usage_total The provider's usage counts of those calls, by runtime "
+           "and kind.\n# TYPE aios_model_usage_total counter\n";
+    for (const auto& [runtime, usage] : model_usage_) {
+      for (const auto& [kind, count] :
+           {std::pair{"input", usage.input}, std::pair{"output", usage.output},
+            std::pair{"total", usage.total}}) {
+        out << "aios_model_usage_total{runtime=\"" << runtime << "\",kind=\"" << kind << "\"} "
+            << count << '\n';
+      }
+    }
+    out << "# HELP aios_model_calls_unmetered_total Forwarded model calls whose answer stated no "
+           "usage.\n# TYPE aios_model_calls_unmetered_total counter\n";
+    for (const auto& [runtime, usage] : model_usage_) {
+      out << "aios_model_calls_unmetered_total{runtime=\"" << runtime << "\"} " << usage.unmetered
+          << '\n';
+    }
+    out << "# HELP aios_model_calls_refused_total Model calls the gateway refused (key, host, "
+           "path, budget).\n# TYPE aios_model_calls_refused_total counter\n";
+    for (const auto& [runtime, usage] : model_usage_) {
+      out << "aios_model_calls_refused_total{runtime=\"" << runtime << "\"} " << usage.refused
+          << '\n';
+    }
   }
   out << "# HELP aios_http_request_seconds Task API request latency.\n"
       << "# TYPE aios_http_request_seconds histogram\n";

@@ -216,14 +216,20 @@ http::Response TaskApi::result(const Agent& agent, const std::string& task_id,
   // is durable, so a busy worker needs one request between two jobs. Checked before the result.
   const auto next = take_claim_next(body);
   const auto submission = fleet::result_submission_of(body, plane_.options().max_result_bytes);
+  const auto stored = [&] {
+    metrics_.count_result();
+    if (submission.model_usage) {
+      metrics_.count_model_usage(submission.runtime, *submission.model_usage);
+    }
+  };
   if (next.worker_id.empty()) {
     auto [status, response] = plane_.submit_result(agent, task_id, submission);
-    if (status == 201) metrics_.count_result();
+    if (status == 201) stored();
     return http::json_response(status, response);
   }
   auto out = plane_.submit_result_then_claim(agent, task_id, submission, next.worker_id,
                                              next.max_tasks.value_or(1));
-  if (out.status == 201) metrics_.count_result();
+  if (out.status == 201) stored();
   note_claim_error(next.worker_id, out.claim_error);
   metrics_.count_claim(out.claims.size());
   put_claims(out.response, std::move(out.claims), next.max_tasks);
@@ -244,14 +250,18 @@ void TaskApi::note_claim_error(const std::string& worker_id, const std::exceptio
 http::Response TaskApi::results(const Agent& agent, nlohmann::json body) {
   const auto next = take_claim_next(body);
   const auto max_result_bytes = plane_.options().max_result_bytes;
-  auto out =
-      plane_.submit_results(agent,
-                            task_items(batch_items(body, "results"),
-                                       [max_result_bytes](const nlohmann::json& item) {
-                                         return fleet::result_submission_of(item, max_result_bytes);
-                                       }),
-                            next.worker_id, next.max_tasks.value_or(1));
+  const auto items =
+      task_items(batch_items(body, "results"), [max_result_bytes](const nlohmann::json& item) {
+        return fleet::result_submission_of(item, max_result_bytes);
+      });
+  auto out = plane_.submit_results(agent, items, next.worker_id, next.max_tasks.value_or(1));
   metrics_.count_result(out.stored);
+  for (const auto index : out.stored_items) {
+    const auto& submission = *items[index].call;
+    if (submission.model_usage) {
+      metrics_.count_model_usage(submission.runtime, *submission.model_usage);
+    }
+  }
   note_claim_error(next.worker_id, out.claim_error);
   metrics_.count_claim(out.claims.size());
   return ok({{"results", std::move(out.results)}, {"claims", std::move(out.claims)}});

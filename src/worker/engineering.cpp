@@ -7,6 +7,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/gateway.hpp"
 #include "aios/git.hpp"
 #include "aios/log.hpp"
 #include "worker/governed.hpp"
@@ -76,6 +77,7 @@ json result_of(const json& envelope, const json& state, const std::string& statu
                  {"secret_material_exposed", false},
                  {"credential_material_exposed", false},
                  {"control_plane_access_granted_to_runtime", false}});
+  if (state.contains("model_usage")) result["model_usage"] = state.at("model_usage");
   return result;
 }
 
@@ -127,6 +129,10 @@ json run_engineering(RunContext& run) {
                                             {"constraints", input.at("constraints")}});
     state["runtime_result"] = answer.at("runtime_result");
     state["runtime_duration_ms"] = answer.at("duration_ms");
+    if (const auto usage = answer.find("model_usage"); usage != answer.end()) {
+      if (!gateway::parse_usage(*usage)) throw Error(ErrorCode::RUNTIME_BROKER_RESULT_MALFORMED);
+      state["model_usage"] = *usage;
+    }
     log::info("ENGINEERING_BACKEND_COMPLETED",
               {{"task_id", envelope.at("task_id")},
                {"backend", envelope.at("adapter")},

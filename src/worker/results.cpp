@@ -1,6 +1,7 @@
 // The result documents the worker submits, exactly as the seed builds them.
 #include "aios/canonical.hpp"
 #include "aios/error.hpp"
+#include "aios/gateway.hpp"
 #include "aios/worker.hpp"
 
 namespace aios {
@@ -83,6 +84,11 @@ nlohmann::json build_agent_runtime_result(const std::string& task_id,
   // sanitizing again is idempotent and keeps the two byte-compatible.
   for (auto& [key, value] : result.items()) {
     if (value.is_string()) value = sanitize_text(value.get<std::string>());
+  }
+  // The gateway's count of the run's model calls, as the executor sealed it.
+  if (const auto usage = external.find("model_usage"); usage != external.end()) {
+    if (!gateway::parse_usage(*usage)) fail(ErrorCode::EXTERNAL_AGENT_RESULT_INVALID);
+    result["model_usage"] = *usage;
   }
   const auto bytes = canonical_json(result).size();
   if (bytes > kMaxAgentRuntimeResultBytes) fail(ErrorCode::EXTERNAL_AGENT_TASK_RESULT_TOO_LARGE);

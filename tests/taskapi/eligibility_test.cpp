@@ -177,6 +177,46 @@ TEST_F(EligibilityTest, MetricsCountClaimsResultsAndRefusals) {
   EXPECT_THAT(text, HasSubstr("# TYPE aios_http_request_seconds histogram"));
 }
 
+TEST_F(EligibilityTest, AResultsModelUsageIsCountedInItsEventAndInMetrics) {
+  // Given results whose model_usage the gateway counted, the submission event should carry it
+  // and /metrics should add it up by runtime; a model_usage of another shape is refused.
+  const Json usage = {{"requests", 2},  {"input", 20},  {"output", 10},   {"total", 30},
+                      {"unmetered", 0}, {"refused", 1}, {"bytes_up", 99}, {"bytes_down", 512}};
+  for (const std::string id : {"task-u1", "task-u2", "task-u3"}) create_task(hermes_task(id));
+  const auto first = claim(agent(), "task-u1", "w-hermes");
+  const auto second = claim(agent(), "task-u2", "w-hermes");
+  const auto third = claim(agent(), "task-u3", "w-hermes");
+  const auto submit = [&](const Json& lease, const std::string& id, const Json& result) {
+    return agent().post(
+        "/v1/tasks/" + id + "/result",
+        result_body(lease, task(id).at("execution_digest"), "result-" + id, result));
+  };
+  require(submit(first, "task-u1", {{"agent_runtime", "hermes"}, {"model_usage", usage}}), 201,
+          "result");
+  require(submit(second, "task-u2", {{"agent_runtime", "hermes"}, {"model_usage", usage}}), 201,
+          "result");
+  auto wrong = usage;
+  wrong["total"] = -1;
+  EXPECT_EQ(submit(third, "task-u3", {{"model_usage", wrong}}).code(), "RESULT_INVALID");
+  wrong = usage;
+  wrong["extra"] = 1;
+  EXPECT_EQ(submit(third, "task-u3", {{"model_usage", wrong}}).code(), "RESULT_INVALID");
+
+  const auto events = require(owner().get("/v1/tasks/task-u1/events"), 200, "events");
+  bool seen = false;
+  for (const auto& item : events.at("events")) {
+    if (item.at("event_type") != "TASK_RESULT_SUBMITTED") continue;
+    seen = true;
+    EXPECT_EQ(item.at("payload").at("model_usage"), usage) << item.dump();
+    EXPECT_EQ(item.at("payload").at("runtime"), "hermes") << item.dump();
+  }
+  EXPECT_TRUE(seen) << events.dump();
+  const auto text = client("").get("/metrics").raw;
+  EXPECT_EQ(metric(text, R"(aios_model_requests_total{runtime="hermes"})"), 4.0) << text;
+  EXPECT_EQ(metric(text, R"(aios_model_usage_total{runtime="hermes",kind="total"})"), 60.0) << text;
+  EXPECT_EQ(metric(text, R"(aios_model_calls_refused_total{runtime="hermes"})"), 2.0) << text;
+}
+
 TEST_F(EligibilityTest, MetricsLabelRoutesFromAFixedSetOnly) {
   // Given requests to actions that do not exist, with names a caller chose,
   create_task(hermes_task("task-labels"));

@@ -3,6 +3,7 @@
 // worker, and a worker killed while its agent runs, restarted, with the agent run once and one
 // result submitted.
 #include <csignal>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -98,6 +99,51 @@ TEST_F(WorkerTest, HermesTaskIsSkippedByTheGenericWorkerAndRunByTheHermesWorker)
   EXPECT_EQ(agent_runs(), 1u);
   verify("task-w-hermes", "PASS");
   EXPECT_EQ(task("task-w-hermes").at("status"), "SUCCEEDED");
+}
+
+TEST_F(WorkerTest, AnAgentThroughTheGatewayHasItsModelUsageOnTheTask) {
+  // Given a Hermes profile that reaches its provider through the gateway, the agent's two model
+  // calls should reach the upstream with the provider key only, and the task's result, its
+  // submission event and the scheduler's /metrics should carry their usage.
+  std::vector<std::string> keys;
+  std::mutex mutex;
+  http::Server upstream({}, [&](const http::Request& request) {
+    const std::lock_guard lock(mutex);
+    keys.emplace_back(request.header("Authorization"));
+    http::Response response;
+    response.body = R"({"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,)"
+                    R"("total_tokens":15}})";
+    return response;
+  });
+  upstream.start();
+  const auto credentials = dir() / "credentials";
+  std::filesystem::create_directories(credentials);
+  test::write_text_file(credentials / "provider.env", "ONEAPI_REGULAR_TOKEN=sk-gateway-e2e-key\n");
+  start_executor("hermes", 0, {"CREDENTIALS_DIRECTORY=" + credentials.string()},
+                 {{"provider",
+                   {{"upstream", "http://127.0.0.1:" + std::to_string(upstream.port()) + "/v1"},
+                    {"credential",
+                     {{"credential", "provider.env"},
+                      {"format", "dotenv"},
+                      {"key", "ONEAPI_REGULAR_TOKEN"}}}}}});
+  create_task(hermes_task(binding("task-w-gateway", "agent/w-gateway")));
+  auto& hermes = make_worker("hermes", {"agent.runtime.hermes"}, "hermes", true);
+  hermes.start();
+  ASSERT_TRUE(hermes.wait_exit(std::chrono::seconds(60))) << hermes.log();
+  const auto view = task("task-w-gateway");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump() << hermes.log() << executor_->log();
+  const auto& usage = view.at("result").at("model_usage");
+  EXPECT_EQ(usage.at("requests"), 2) << usage.dump();
+  EXPECT_EQ(usage.at("total"), 30) << usage.dump();
+  {
+    const std::lock_guard lock(mutex);
+    EXPECT_EQ(keys, std::vector<std::string>(2, "Bearer sk-gateway-e2e-key"));
+  }
+  const auto events = require(owner().get("/v1/tasks/task-w-gateway/events"), 200, "events");
+  EXPECT_THAT(events.dump(), HasSubstr("\"model_usage\""));
+  const auto metrics = owner().get("/metrics");
+  EXPECT_THAT(metrics.raw, HasSubstr("aios_model_requests_total{runtime=\"hermes\"} 2"));
+  EXPECT_EQ(view.dump().find("sk-gateway-e2e-key"), std::string::npos);
 }
 
 TEST_F(WorkerTest, AWorkerWithThreeSlotsRunsThreeTasksAtOnce) {

@@ -35,30 +35,39 @@ class WorkerTest : public bridge_test::BridgeTest {
   std::filesystem::path dir() { return scheduler().dir().path(); }
   std::filesystem::path exchange() { return dir() / "exchange"; }
   // The "agent" the executor runs: reports each invocation to the witness (its one network
-  // destination), waits `sleep_seconds`, answers.
+  // destination), calls its model twice when a provider gateway serves it, waits
+  // `sleep_seconds`, answers. `profile_extra` goes into its profile (a provider).
   void start_executor(const std::string& runtime, double sleep_seconds = 0,
-                      const std::vector<std::string>& extra_env = {}) {
+                      const std::vector<std::string>& extra_env = {},
+                      const Json& profile_extra = Json::object()) {
     std::filesystem::create_directories(dir() / "profiles");
     std::filesystem::create_directories(dir() / "executor-tmp");
     const auto script = dir() / "agent.py";
     test::write_text_file(script,
                           witness_.python() +
-                              "import json, sys, time\n"
+                              "import json, os, sys, time, urllib.request\n"
                               "request = json.load(sys.stdin)\n"
                               "witness('run')\n"
+                              "for _ in range(2 if 'OPENAI_BASE_URL' in os.environ else 0):\n"
+                              "    urllib.request.urlopen(urllib.request.Request(\n"
+                              "        os.environ['OPENAI_BASE_URL'] + '/chat/completions',\n"
+                              "        data=b'{\"model\": \"m1\"}', method='POST', headers={\n"
+                              "        'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY'],\n"
+                              "        'Content-Type': 'application/json'}), timeout=20).read()\n"
                               "time.sleep(" +
                               std::to_string(sleep_seconds) +
                               ")\n"
                               "print(json.dumps({'answer': 'done: ' + request['goal']}))\n",
                           kReadableByAll);
-    const Json profile = {{"schema", "aios.external-agent-runtime.profile.v1"},
-                          {"runtime", runtime},
-                          {"argv", {"/usr/bin/python3", script.string()}},
-                          {"input_mode", "stdin_json"},
-                          {"output_mode", "stdout_json"},
-                          {"timeout_seconds", 60},
-                          {"max_output_bytes", 65536},
-                          {"network", {witness_.destination()}}};
+    Json profile = {{"schema", "aios.external-agent-runtime.profile.v1"},
+                    {"runtime", runtime},
+                    {"argv", {"/usr/bin/python3", script.string()}},
+                    {"input_mode", "stdin_json"},
+                    {"output_mode", "stdout_json"},
+                    {"timeout_seconds", 60},
+                    {"max_output_bytes", 65536},
+                    {"network", {witness_.destination()}}};
+    profile.update(profile_extra);
     test::write_text_file(dir() / "profiles" / (runtime + ".json"), profile.dump());
     std::filesystem::create_directories(exchange());
     test::DaemonOptions options = test::executor_options(exchange(), dir() / "profiles", dir());
