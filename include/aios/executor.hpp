@@ -297,6 +297,8 @@ class Exchange {
     std::string execution_digest;
     nlohmann::json payload;
     std::chrono::milliseconds timeout = std::chrono::seconds(1800);
+    // The envelope's model_budget (null: none), for the run's provider gateway.
+    nlohmann::json model_budget = nullptr;
   };
 
   // Validates the request, reuses an existing result (a restart never runs an agent twice),

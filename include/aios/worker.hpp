@@ -114,6 +114,13 @@ nlohmann::json build_agent_runtime_result(const std::string& task_id,
                                           const nlohmann::json& envelope,
                                           const nlohmann::json& external);
 
+// The FAILED result of a run the provider gateway stopped at its model_budget, with the usage
+// the executor reported: submitted, not released, so no second attempt spends the budget again.
+nlohmann::json build_budget_exhausted_result(const std::string& task_id,
+                                             const nlohmann::json& envelope,
+                                             const std::string& request_id,
+                                             const nlohmann::json& usage);
+
 // The result idempotency key: derived from task, attempt and execution digest, so a replay of
 // the same attempt is recognised and another attempt never collides.
 std::string result_idempotency_key(const std::string& task_id, std::int64_t attempt,

@@ -99,6 +99,16 @@ std::string tasks_view(const Json& answer) {
   return table({"TASK", "STATUS", "ATTEMPT", "ACTION", "SCOPE", "CLAIMED BY", "UPDATED"}, rows);
 }
 
+// What the provider gateway counted of the run's model calls, or "-" for a run without one.
+std::string model_calls_of(const Json& result) {
+  const auto found = result.is_object() ? result.find("model_usage") : result.end();
+  if (!result.is_object() || found == result.end() || !found->is_object()) return "-";
+  const auto count = [&](const char* name) { return cell(found->value(name, Json())); };
+  return count("requests") + " requests, " + count("total") + " used (" + count("input") + " in, " +
+         count("output") + " out), " + count("refused") + " refused, " + count("unmetered") +
+         " unmetered";
+}
+
 std::string task_view(const Json& task) {
   const auto& result = task.value("result", Json());
   const auto& verification = task.value("verification", Json());
@@ -121,6 +131,7 @@ std::string task_view(const Json& task) {
       {"result", result.is_object() ? cell(result.value("status", Json())) + " " +
                                           cell(result.value("classification", Json()))
                                     : cell(result)},
+      {"model calls", model_calls_of(result)},
       {"verification", verification.is_object()
                            ? cell(verification.value("decision", Json())) + ": " +
                                  cell(verification.value("reason", Json()))

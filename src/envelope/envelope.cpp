@@ -7,6 +7,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/capability.hpp"
+#include "aios/gateway.hpp"
 
 namespace aios {
 namespace {
@@ -67,6 +68,16 @@ nlohmann::json project_governance(std::string_view action, const nlohmann::json&
     if (!envelope::is_idempotency_key(key)) fail(ErrorCode::GOVERNANCE_COMMIT_KEY_INVALID);
   }
   return {{"commit_idempotency_key", key}, {"writer_lease", true}};
+}
+
+// What a run through the provider gateway may spend (gateway::parse_budget, as written there):
+// only an action that runs an agent or a backend has model calls to bound.
+void check_model_budget(std::string_view action, const nlohmann::json& budget) {
+  const auto parsed = gateway::parse_budget(budget);
+  if (!parsed || parsed->to_json() != budget ||
+      (action != "agent_runtime" && action != "engineering")) {
+    fail(ErrorCode::MODEL_BUDGET_INVALID);
+  }
 }
 
 void check_governance(std::string_view action, const nlohmann::json& governance) {
@@ -156,14 +167,18 @@ nlohmann::json validate_execution_envelope(const nlohmann::json& env,
   if (!env.is_object()) fail(ErrorCode::EXECUTION_ENVELOPE_INVALID);
   const std::string body = canonical_json(without_digest(env));
   if (body.size() > kMaxEnvelopeBytes) fail(ErrorCode::EXECUTION_ENVELOPE_TOO_LARGE);
-  envelope::require_exact_keys(env, {"schema",           "task_id",         "job_id",
-                                     "repository",       "base_oid",        "expected_branch_oid",
-                                     "target_branch",    "branch_mode",     "generation",
-                                     "idempotency_key",  "action",          "adapter",
-                                     "capability_scope", "change_set",      "verification",
-                                     "source_signals",   "runtime_input",   "governance",
-                                     "workspace",        "execution_digest"},
+  // The seed's twenty fields, and model_budget (ours) only when the owner set one, so an
+  // envelope without one is byte for byte the seed's.
+  const bool budgeted = env.contains("model_budget");
+  envelope::require_known_keys(env, {"schema",           "task_id",          "job_id",
+                                     "repository",       "base_oid",         "expected_branch_oid",
+                                     "target_branch",    "branch_mode",      "generation",
+                                     "idempotency_key",  "action",           "adapter",
+                                     "capability_scope", "change_set",       "verification",
+                                     "source_signals",   "runtime_input",    "governance",
+                                     "workspace",        "execution_digest", "model_budget"},
                                ErrorCode::EXECUTION_ENVELOPE_FIELDS_INVALID);
+  if (env.size() != (budgeted ? 21U : 20U)) fail(ErrorCode::EXECUTION_ENVELOPE_FIELDS_INVALID);
   if (env["schema"] != kExecutionSchema) fail(ErrorCode::EXECUTION_SCHEMA_INVALID);
   const auto binding = GovernedBinding::from_mapping(env);
   if (checks.binding != nullptr && binding != *checks.binding) {
@@ -194,6 +209,7 @@ nlohmann::json validate_execution_envelope(const nlohmann::json& env,
     check_deterministic(env);
   }
   check_governance(action, env["governance"]);
+  if (budgeted) check_model_budget(action, env["model_budget"]);
   if (env["workspace"] != workspace()) fail(ErrorCode::EXECUTION_WORKSPACE_INVALID);
   const auto& declared = env["execution_digest"];
   if (!declared.is_string() || !is_sha256_hex(declared.get_ref<const std::string&>())) {
@@ -211,10 +227,11 @@ nlohmann::json project_execution_envelope(const GovernedBinding& binding,
                                           const nlohmann::json& request,
                                           const nlohmann::json& required_capabilities) {
   if (!request.is_object()) fail(ErrorCode::EXECUTION_REQUEST_INVALID);
-  envelope::require_known_keys(request,
-                               {"action", "adapter", "capability_scope", "change_set",
-                                "verification", "source_signals", "runtime_input", "governance"},
-                               ErrorCode::EXECUTION_REQUEST_FIELDS_INVALID);
+  envelope::require_known_keys(
+      request,
+      {"action", "adapter", "capability_scope", "change_set", "verification", "source_signals",
+       "runtime_input", "governance", "model_budget"},
+      ErrorCode::EXECUTION_REQUEST_FIELDS_INVALID);
   // Python's `str(request.get("action") or "source_capture")`: absent, null or "" default.
   const auto& action_value = get_or(request, "action", kEmptyText);
   if (!action_value.is_string()) fail(ErrorCode::EXECUTION_ACTION_UNSUPPORTED);
@@ -254,6 +271,9 @@ nlohmann::json project_execution_envelope(const GovernedBinding& binding,
   env["governance"] = project_governance(action, get_or(request, "governance", kEmptyObject),
                                          binding, change_set, verification, env["runtime_input"]);
   env["workspace"] = workspace();
+  if (const auto& budget = get_or(request, "model_budget", kNull); !budget.is_null()) {
+    env["model_budget"] = budget;
+  }
   env["execution_digest"] = execution_digest_of(env);
   validate_execution_envelope(env, {.binding = &binding});
   if (!required_capabilities.empty() &&

@@ -110,12 +110,14 @@ json exchange_request(const fs::path& root, const std::string& request_id, const
 Exchange::Exchange(fs::path root, ExchangeKey key) : root_(std::move(root)), key_(std::move(key)) {}
 
 json Exchange::execute(const Call& call) const {
-  const json request = validate_request({{"schema", kRequestSchema},
-                                         {"request_id", call.request_id},
-                                         {"runtime", call.runtime},
-                                         {"task_id", call.task_id},
-                                         {"execution_digest", call.execution_digest},
-                                         {"payload", call.payload}});
+  json fields = {{"schema", kRequestSchema},
+                 {"request_id", call.request_id},
+                 {"runtime", call.runtime},
+                 {"task_id", call.task_id},
+                 {"execution_digest", call.execution_digest},
+                 {"payload", call.payload}};
+  if (!call.model_budget.is_null()) fields["model_budget"] = call.model_budget;
+  const json request = validate_request(fields);
   return exchange_request(root_, call.request_id, request, call.timeout, key_,
                           [&request](const std::string& content, const std::string& request_sha) {
                             return validated_result(content, request, request_sha);

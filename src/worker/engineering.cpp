@@ -116,17 +116,19 @@ json run_engineering(RunContext& run) {
       throw Error(ErrorCode::ENGINEERING_WORKTREE_FAILED, "the worktree of the request is gone");
     }
     const auto& input = envelope.at("runtime_input");
-    const json answer = await_backend(run, {{"schema", broker::kRequestSchema},
-                                            {"request_id", request_id},
-                                            {"backend", envelope.at("adapter")},
-                                            {"task_id", envelope.at("task_id")},
-                                            {"execution_digest", envelope.at("execution_digest")},
-                                            {"base_oid", envelope.at("base_oid")},
-                                            {"worktree", directory.worktree().string()},
-                                            {"goal", input.at("goal")},
-                                            {"instructions", input.at("instructions")},
-                                            {"success_criteria", input.at("success_criteria")},
-                                            {"constraints", input.at("constraints")}});
+    json request = {{"schema", broker::kRequestSchema},
+                    {"request_id", request_id},
+                    {"backend", envelope.at("adapter")},
+                    {"task_id", envelope.at("task_id")},
+                    {"execution_digest", envelope.at("execution_digest")},
+                    {"base_oid", envelope.at("base_oid")},
+                    {"worktree", directory.worktree().string()},
+                    {"goal", input.at("goal")},
+                    {"instructions", input.at("instructions")},
+                    {"success_criteria", input.at("success_criteria")},
+                    {"constraints", input.at("constraints")}};
+    if (envelope.contains("model_budget")) request["model_budget"] = envelope.at("model_budget");
+    const json answer = await_backend(run, request);
     state["runtime_result"] = answer.at("runtime_result");
     state["runtime_duration_ms"] = answer.at("duration_ms");
     if (const auto usage = answer.find("model_usage"); usage != answer.end()) {

@@ -63,5 +63,29 @@ TEST(CtlWhy, SaysWhenTheEnvelopeDoesNotResolve) {
   EXPECT_EQ(eligibility_view(answer).find("does not resolve"), std::string::npos);
 }
 
+// Given a task whose result carries the gateway's model usage, the task view should say what
+// its model calls used; a result without one shows "-".
+TEST(CtlTaskView, ShowsTheModelCallsOfAGatewayRun) {
+  nlohmann::json task = {{"task_id", "t1"},
+                         {"status", "VERIFYING"},
+                         {"result",
+                          {{"status", "SUCCEEDED"},
+                           {"model_usage",
+                            {{"requests", 3},
+                             {"input", 30},
+                             {"output", 15},
+                             {"total", 45},
+                             {"unmetered", 0},
+                             {"refused", 2},
+                             {"bytes_up", 10},
+                             {"bytes_down", 20}}}}}};
+  EXPECT_NE(task_view(task).find(
+                "model calls   3 requests, 45 used (30 in, 15 out), 2 refused, 0 unmetered"),
+            std::string::npos)
+      << task_view(task);
+  task["result"].erase("model_usage");
+  EXPECT_NE(task_view(task).find("model calls   -\n"), std::string::npos) << task_view(task);
+}
+
 }  // namespace
 }  // namespace aios::ctl

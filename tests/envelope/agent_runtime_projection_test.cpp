@@ -144,6 +144,41 @@ TEST_P(AgentRuntimeProjectionTest, AdapterMustBeARuntime) {
   }
 }
 
+TEST_P(AgentRuntimeProjectionTest, AModelBudgetIsPartOfTheDigestedEnvelope) {
+  // Given a runtime task with a model_budget, the envelope should carry it under its digest (a
+  // worker that changed it would find the digest wrong); without one, the envelope is the seed's.
+  const GovernedBinding binding = runtime_binding(task_id());
+  const Json task = runtime_task_request(task_id(), runtime());
+  Json request = runtime_execution_request(runtime());
+  const auto envelope_of = [&](const Json& execution) {
+    return project_online_task(binding, task, execution)["metadata"]["execution"];
+  };
+  const Json plain = envelope_of(request);
+  EXPECT_FALSE(plain.contains("model_budget"));
+  request["model_budget"] = {{"max_requests", 5}, {"max_usage", 20000}};
+  const Json budgeted = envelope_of(request);
+  EXPECT_EQ(budgeted["model_budget"], request["model_budget"]);
+  EXPECT_NE(budgeted["execution_digest"], plain["execution_digest"]);
+  EXPECT_EQ(validate_execution_envelope(budgeted, {.binding = &binding}), budgeted);
+  Json raised = budgeted;
+  raised["model_budget"]["max_requests"] = 500;
+  EXPECT_EQ(code_of([&] { validate_execution_envelope(raised); }), "EXECUTION_DIGEST_MISMATCH");
+  for (const Json& bad :
+       {Json({{"max_requests", 0}}), Json({{"max_tokens", 5}}), Json("5"), Json::object()}) {
+    request["model_budget"] = bad;
+    EXPECT_EQ(code_of([&] { envelope_of(request); }), "MODEL_BUDGET_INVALID") << bad.dump();
+  }
+}
+
+TEST(ModelBudget, BelongsOnlyToActionsThatRunAnAgent) {
+  // Given a model_budget on a deterministic plan (no agent, no model calls), the projection
+  // should refuse it.
+  Json request = new_request();
+  request["model_budget"] = {{"max_requests", 5}};
+  EXPECT_EQ(code_of([&] { project_execution_envelope(rebind_binding(), request); }),
+            "MODEL_BUDGET_INVALID");
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, AgentRuntimeProjectionTest,
                          ::testing::Values("hermes", "openclaw"));
 

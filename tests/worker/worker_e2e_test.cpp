@@ -144,6 +144,25 @@ TEST_F(WorkerTest, AnAgentThroughTheGatewayHasItsModelUsageOnTheTask) {
   const auto metrics = owner().get("/metrics");
   EXPECT_THAT(metrics.raw, HasSubstr("aios_model_requests_total{runtime=\"hermes\"} 2"));
   EXPECT_EQ(view.dump().find("sk-gateway-e2e-key"), std::string::npos);
+
+  // A task whose envelope allows one model call: the agent's second is refused, and the run
+  // ends in a FAILED result with the budget's classification and its usage (submitted, never
+  // released: another attempt would spend the budget again).
+  auto bounded = hermes_task(binding("task-w-budget", "agent/w-budget"));
+  bounded["execution"]["model_budget"] = {{"max_requests", 1}};
+  create_task(bounded);
+  auto& again = make_worker("hermes-budget", {"agent.runtime.hermes"}, "hermes", true);
+  again.start();
+  ASSERT_TRUE(again.wait_exit(std::chrono::seconds(60))) << again.log();
+  const auto stopped = task("task-w-budget");
+  ASSERT_EQ(stopped.at("status"), "VERIFYING") << stopped.dump() << again.log();
+  EXPECT_EQ(stopped.at("result").at("status"), "FAILED");
+  EXPECT_EQ(stopped.at("result").at("classification"), "EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED");
+  EXPECT_EQ(stopped.at("result").at("model_usage").at("requests"), 1);
+  EXPECT_EQ(stopped.at("result").at("model_usage").at("refused"), 1);
+  EXPECT_EQ(stopped.at("attempt"), 1);
+  const std::lock_guard lock(mutex);
+  EXPECT_EQ(keys.size(), 3U);
 }
 
 TEST_F(WorkerTest, AWorkerWithThreeSlotsRunsThreeTasksAtOnce) {

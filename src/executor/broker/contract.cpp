@@ -5,6 +5,7 @@
 #include "aios/canonical.hpp"
 #include "aios/envelope.hpp"
 #include "aios/executor.hpp"
+#include "aios/gateway.hpp"
 #include "executor/rules.hpp"
 
 namespace aios::broker {
@@ -147,9 +148,15 @@ json validate_request(const json& value) {
   static const std::vector<std::string> kKeys = {
       "schema",   "request_id", "backend",      "task_id",          "execution_digest", "base_oid",
       "worktree", "goal",       "instructions", "success_criteria", "constraints"};
-  if (value.size() != kKeys.size()) invalid_request();
+  // model_budget (ours) only when the task set one; the backend never sees it.
+  const bool budgeted = value.contains("model_budget");
+  if (value.size() != kKeys.size() + (budgeted ? 1 : 0)) invalid_request();
   for (const auto& key : kKeys) {
     if (!value.contains(key)) invalid_request();
+  }
+  if (budgeted) {
+    const auto budget = gateway::parse_budget(value["model_budget"]);
+    if (!budget || budget->to_json() != value["model_budget"]) invalid_request();
   }
   if (value["schema"] != kRequestSchema) invalid_request();
   if (!executor::rules::is_request_id(string_field(value, "request_id"))) invalid_request();

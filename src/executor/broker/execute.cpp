@@ -91,8 +91,10 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   }
   spec.working_directory = worktree;
   spec.timeout = std::chrono::seconds(profile.timeout_seconds);
-  spec.stdin_data = backend.protocol == Protocol::runtime_result ? canonical_json(request)
-                                                                 : render_agent_prompt(request);
+  json seen = request;
+  seen.erase("model_budget");  // the backend's request is the seed's runtime-request.v1
+  spec.stdin_data = backend.protocol == Protocol::runtime_result ? canonical_json(seen)
+                                                                 : render_agent_prompt(seen);
   const fs::path home = temporary.path() / "home";
   // git in the backend stops at the worktree and never looks into the directories above it.
   spec.environment = {"PATH=/usr/bin:/usr/local/bin:/bin",
@@ -124,7 +126,11 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   };
   spec.on_stderr = [&err](std::string_view chunk) { err.feed(chunk); };
   spec.sandbox = executor::child_sandbox(profile, execute, {worktree, temporary.path()});
-  const auto gateway = executor::open_gateway(profile, execute, {},
+  gateway::Budget budget;
+  if (const auto bounds = request.find("model_budget"); bounds != request.end()) {
+    budget = gateway::parse_budget(*bounds).value_or(gateway::Budget{});
+  }
+  const auto gateway = executor::open_gateway(profile, execute, budget,
                                               {{"request_id", request["request_id"]},
                                                {"task_id", request["task_id"]},
                                                {"backend", profile.runtime}},
@@ -146,6 +152,10 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
         ErrorCode::RUNTIME_BROKER_BACKEND_PROCESS_LIMIT,
         ErrorCode::RUNTIME_BROKER_BACKEND_DISK_LIMIT};
     throw Error(kCodes[static_cast<std::size_t>(*outcome.exceeded)]);
+  }
+  if (gateway && gateway->budget_exhausted()) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED,
+                canonical_json(gateway->usage().to_json()));
   }
   if (outcome.exit_code != 0) {
     const auto text = executor::redact_values(utf8::decode_replace(err.text()), secrets);

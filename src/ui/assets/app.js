@@ -378,6 +378,9 @@
     for (const key of ["worker_id", "attempt", "decision", "status", "classification", "reason", "error", "commit_oid"]) {
       if (p[key] !== undefined && p[key] !== null && p[key] !== "") parts.push(`${key.replace("_", " ")} ${p[key]}`);
     }
+    if (p.model_usage && typeof p.model_usage === "object") {
+      parts.push(`model calls ${p.model_usage.requests}, used ${p.model_usage.total}`);
+    }
     return parts.join(", ");
   }
 
@@ -443,6 +446,10 @@
       const facts = [];
       for (const key of ["status", "classification", "commit_oid", "output_sha256", "exit_code", "error", "summary"]) {
         if (result[key] !== undefined && result[key] !== null) facts.push(fact(key.replace("_", " "), typeof result[key] === "object" ? JSON.stringify(result[key]) : String(result[key])));
+      }
+      const usage = result.model_usage;
+      if (usage && typeof usage === "object") {
+        facts.push(fact("model calls", `${usage.requests} requests, ${usage.total} used (${usage.input} in, ${usage.output} out), ${usage.refused} refused, ${usage.unmetered} unmetered`));
       }
       const output = typeof result.output_text === "string" && result.output_text ? result.output_text : result.output_json;
       if (output !== undefined && output !== null) {
