@@ -73,6 +73,10 @@ struct CredentialBinding {
 struct Provider {
   gateway::Upstream upstream;    // with its ca_file
   CredentialBinding credential;  // env_name empty: the key goes to no environment
+  // model_budget {default, ceiling}: a run whose request sets no budget gets the default, and
+  // no run gets more than the ceiling (unset bounds: none).
+  gateway::Budget default_budget;
+  gateway::Budget ceiling;
 };
 
 struct RuntimeProfile {

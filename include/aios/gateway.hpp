@@ -43,6 +43,8 @@ struct Budget {
   std::uint64_t max_usage = 0;  // the provider's total count: input plus output
   bool bounded() const { return max_requests != 0 || max_usage != 0; }
   nlohmann::json to_json() const;  // the bounds set, as parse_budget reads them
+  // Each bound no higher than the ceiling's (a bound the ceiling sets and this does not, taken).
+  Budget within(const Budget& ceiling) const;
 };
 
 // {"max_requests": N, "max_usage": N}: at least one, each an integer from 1 to 10^12, nothing

@@ -111,7 +111,10 @@ std::unique_ptr<gateway::Gateway> open_gateway(const RuntimeProfile& profile,
   secrets.push_back(key);
   // Agent CLIs refuse an empty key; this one opens nothing but this run's gateway.
   const std::string placeholder = "aios-run-" + environment_of(options).random.hex(16);
-  auto gate = std::make_unique<gateway::Gateway>(upstream, std::move(key), placeholder, budget,
+  const auto& provider = *profile.provider;
+  const auto bounds =
+      (budget.bounded() ? budget : provider.default_budget).within(provider.ceiling);
+  auto gate = std::make_unique<gateway::Gateway>(upstream, std::move(key), placeholder, bounds,
                                                  std::move(log_fields));
   spec.sandbox->served.push_back(
       {{upstream.host, upstream.port},

@@ -193,12 +193,25 @@ std::vector<CredentialBinding> profile_credentials(const Document& value) {
   return result;
 }
 
-// {upstream, credential[, ca_file]}: nothing else, so a misspelt key is no silent default.
+// model_budget {default?, ceiling?}, each a budget as a request's.
+void provider_budgets(const Document& value, Provider& provider) {
+  if (!value.is_object()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+  for (const auto& [name, item] : value.items()) {
+    const auto budget = gateway::parse_budget(nlohmann::json(item));
+    if (!budget || (name != "default" && name != "ceiling")) {
+      fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
+    }
+    (name == "default" ? provider.default_budget : provider.ceiling) = *budget;
+  }
+}
+
+// {upstream, credential[, ca_file][, model_budget]}: nothing else, so a misspelt key is no
+// silent default.
 std::optional<Provider> profile_provider(const Document& value) {
   if (value.is_null()) return std::nullopt;
   if (!value.is_object()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
   for (const auto& [name, item] : value.items()) {
-    if (name != "upstream" && name != "credential" && name != "ca_file") {
+    if (name != "upstream" && name != "credential" && name != "ca_file" && name != "model_budget") {
       fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
     }
   }
@@ -217,7 +230,11 @@ std::optional<Provider> profile_provider(const Document& value) {
   }
   const auto credential = value.find("credential");
   if (credential == value.end()) fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
-  return Provider{std::move(*parsed), credential_binding("", *credential)};
+  Provider provider{std::move(*parsed), credential_binding("", *credential), {}, {}};
+  if (const auto budgets = value.find("model_budget"); budgets != value.end()) {
+    provider_budgets(*budgets, provider);
+  }
+  return provider;
 }
 
 std::vector<process::Destination> profile_network(const Document& value) {

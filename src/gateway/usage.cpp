@@ -108,6 +108,14 @@ std::optional<Budget> parse_budget(const json& value) {
   return budget;
 }
 
+Budget Budget::within(const Budget& ceiling) const {
+  const auto bound = [](std::uint64_t own, std::uint64_t cap) {
+    if (cap == 0) return own;
+    return own == 0 ? cap : std::min(own, cap);
+  };
+  return {bound(max_requests, ceiling.max_requests), bound(max_usage, ceiling.max_usage)};
+}
+
 json Budget::to_json() const {
   json value = json::object();
   if (max_requests != 0) value["max_requests"] = max_requests;

@@ -138,6 +138,22 @@ TEST_F(GatewayRun, ARunOverItsBudgetFailsWithItsUsage) {
   EXPECT_EQ(failure(profile(1), request), "EXTERNAL_AGENT_MODEL_BUDGET_INVALID");
 }
 
+// Given a profile's default budget, a task without one should be held to it; given its ceiling,
+// a task that asks for more should be held to the ceiling.
+TEST_F(GatewayRun, AProfilesDefaultAndCeilingBoundEveryRun) {
+  auto bounded = profile(2);
+  bounded["provider"]["model_budget"] = {{"default", {{"max_requests", 1}}}};
+  EXPECT_EQ(failure(bounded, request_value("hermes")), "EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED");
+  EXPECT_EQ(authorizations_.size(), 1U);
+  bounded["provider"]["model_budget"] = {{"ceiling", {{"max_requests", 1}}}};
+  auto request = request_value("hermes");
+  request["model_budget"] = {{"max_requests", 5}};
+  EXPECT_EQ(failure(bounded, request), "EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED");
+  EXPECT_EQ(authorizations_.size(), 2U);
+  bounded["provider"]["model_budget"] = {{"most", {{"max_requests", 1}}}};
+  EXPECT_EQ(failure(bounded, request), "EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID");
+}
+
 // Given a provider beside credential_env, or beside a network entry naming its upstream, or
 // naming an upstream that is no URL, the profile should be refused.
 TEST_F(GatewayRun, AProviderComesAlone) {

@@ -48,6 +48,15 @@ TEST(Budget, TakesOnlyPositiveBoundsItKnows) {
   }
 }
 
+// Given a ceiling, each bound should be lowered to it, and a bound only the ceiling sets taken.
+TEST(Budget, StaysWithinItsCeiling) {
+  const Budget asked{100, 0};
+  EXPECT_EQ(asked.within({10, 500}).to_json(), json({{"max_requests", 10}, {"max_usage", 500}}));
+  EXPECT_EQ(asked.within({0, 0}).to_json(), json({{"max_requests", 100}}));
+  const Budget both{5, 7};
+  EXPECT_EQ(both.within({10, 0}).to_json(), json({{"max_requests", 5}, {"max_usage", 7}}));
+}
+
 std::optional<UsageReader::Counts> read(std::string_view type, std::string_view body,
                                         std::size_t piece = 7) {
   UsageReader reader(type);
