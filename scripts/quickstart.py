@@ -34,11 +34,53 @@ BINARIES = {
 WRITER = ["git.read", "git.test", "governed.write.branch", "governed.write.file"]
 T0 = time.monotonic()
 
-DEMO_AGENT = """import json, sys
+DEMO_AGENT = """import json, os, sys, urllib.request
 request = json.load(sys.stdin)
 goal = request.get("goal", "")
-print(json.dumps({"answer": "demo agent read the goal: " + goal, "words": len(goal.split())}))
+answer = {"answer": "demo agent read the goal: " + goal, "words": len(goal.split())}
+# Through the provider gateway: the key here is the run's placeholder, never the provider's.
+if "OPENAI_BASE_URL" in os.environ:
+    call = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "demo-model", "messages": [{"role": "user", "content": goal}]}).encode(),
+        headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                 "Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(call, timeout=30) as reply:
+        answer["answer"] = json.load(reply)["choices"][0]["message"]["content"]
+print(json.dumps(answer))
 """
+
+
+def demo_model(key):
+    """A stand-in OpenAI-compatible model on loopback that answers only the provider's `key`
+    (what the gateway sets): Chat Completions with a usage count. Returns (server, port)."""
+    import http.server
+    import threading
+
+    class Model(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if self.headers.get("Authorization") != "Bearer " + key:
+                return self.reply(401, {"error": "not the provider key"})
+            words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+            self.reply(200, {"choices": [{"message": {"role": "assistant",
+                                                      "content": f"demo model read {words} words"}}],
+                             "usage": {"prompt_tokens": words, "completion_tokens": 4,
+                                       "total_tokens": words + 4}})
+
+        def reply(self, status, document):
+            data = json.dumps(document).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Model)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
 
 
 # The live "waiting: N/5 done" line is redrawn in place on a terminal only; piped output (CI, a
@@ -69,7 +111,11 @@ def summary(view):
     result = view.get("result") or {}
     if view["metadata"]["execution"]["action"] == "agent_runtime":
         text = " ".join(agent_answer(result).split())
-        return json.dumps(text[:57] + "..." if len(text) > 60 else text, ensure_ascii=False)
+        shown = json.dumps(text[:57] + "..." if len(text) > 60 else text, ensure_ascii=False)
+        usage = result.get("model_usage")
+        if isinstance(usage, dict):
+            shown += f" ({usage['requests']} model call, {usage['total']} used)"
+        return shown
     extra = result.get("commit_oid") or result.get("output_sha256") or result.get("classification")
     return str(extra)[:40]
 
@@ -301,12 +347,24 @@ def run(args, state, suite, store):
     for path in (profiles, exchange, state / "executor-tmp"):
         path.mkdir()
     (state / "demo_agent.py").write_text(DEMO_AGENT)
+    # The agents reach their model through the provider gateway: the key stays in the executor.
+    credentials = state / "credentials"
+    credentials.mkdir(mode=0o700)
+    provider_key = "demo-provider-" + os.urandom(12).hex()
+    secret_file(credentials / "provider.env", f"DEMO_PROVIDER_KEY={provider_key}\n")
+    _, model_port = demo_model(provider_key)
+    provider = {"upstream": f"http://127.0.0.1:{model_port}/v1",
+                "credential": {"credential": "provider.env", "format": "dotenv",
+                               "key": "DEMO_PROVIDER_KEY"}}
+    # (An operator's own credential directory for a real profile holds no demo key.)
+    extra = {} if args.credentials_directory else {"provider": provider}
     for runtime in ("hermes", "openclaw"):
-        (profiles / f"{runtime}.json").write_text(demo_profile(runtime, state / "demo_agent.py"))
+        (profiles / f"{runtime}.json").write_text(
+            demo_profile(runtime, state / "demo_agent.py", **extra))
     key = exchange_key(state)
     executor_argv = [str(BUILD / "aios-external-agent-executor"), "--root", str(exchange),
                      "--profile-root", str(profiles), "--exchange-key-file", str(key)]
-    executor_env = {"TMPDIR": str(state / "executor-tmp")}
+    executor_env = {"TMPDIR": str(state / "executor-tmp"), "CREDENTIALS_DIRECTORY": str(credentials)}
     if args.openclaw_profile:
         (profiles / "openclaw.json").write_bytes(args.openclaw_profile.read_bytes())
         print(f"== openclaw runs the real profile {args.openclaw_profile}")
@@ -412,6 +470,10 @@ def run(args, state, suite, store):
             print(f"\r  waiting: {len(rows)}/{len(tasks)} done", end="", flush=True)
         time.sleep(0.2)
     print(CLEAR)
+    for task_id, (status, view) in rows.items():
+        counted = isinstance((view.get("result") or {}).get("model_usage"), dict)
+        if extra and view["metadata"]["execution"]["action"] == "agent_runtime" and not counted:
+            fail(f"{task_id}: its agent's model call was not counted by the provider gateway")
     print(f"{'task':<18} {'status':<10} {'attempt':<8} {'action':<14} result")
     for task_id, (status, view) in rows.items():
         print(f"{task_id:<18} {status:<10} {view['attempt']:<8} "
