@@ -59,15 +59,14 @@ def main():
                 "argv": [str(node_root / "bin" / "node"), str(openclaw_root / "openclaw.mjs"),
                          "agent", "--local", "--json", "--agent", "main", "--thinking", "off",
                          "--message", "{prompt}", "--model", "openai/fake-model", "--timeout", "60"],
-                "credential_env": {"OPENAI_API_KEY": {"credential": "aios-external-agent-oneapi-env",
-                                                      "format": "dotenv",
-                                                      "key": "ONEAPI_REGULAR_TOKEN"}},
+                # Through the provider gateway: the CLI holds only its run's placeholder.
+                "provider": {"upstream": f"http://127.0.0.1:{port}/v1",
+                             "credential": {"credential": "aios-external-agent-oneapi-env",
+                                            "format": "dotenv", "key": "ONEAPI_REGULAR_TOKEN"}},
                 "environment": {"OPENCLAW_CONFIG_PATH": str(work / "openclaw.json"),
                                 "NODE_COMPILE_CACHE": str(home / "node-compile-cache")},
                 "input_mode": "stdin_text", "output_mode": "stdout_json",
-                "max_output_bytes": 131072, "timeout_seconds": 120,
-                # The agent's sandbox reaches the fake model and nothing else.
-                "network": [f"127.0.0.1:{port}"]}))
+                "max_output_bytes": 131072, "timeout_seconds": 120}))
             credential = work / "credentials" / "aios-external-agent-oneapi-env"
             credential.write_text(f"ONEAPI_REGULAR_TOKEN={provider_key}\n")
             credential.chmod(0o600)

@@ -279,8 +279,9 @@ TEST_F(ProfileRules, NodeNeedsAnAllowedScript) {
             (std::vector<std::string>{node, (root / "agent.mjs").string(), "agent", "--json"}));
 }
 
-// Given the shipped staging profiles, they should be provider-only and bound to the one
-// systemd credential; the examples are stdin/stdout text examples only (seed tests).
+// Given the shipped staging profiles, they should reach their provider through the gateway with
+// the one systemd credential (the agent holding no key); the examples are stdin/stdout text
+// examples only (seed tests).
 TEST(ShippedProfiles, StagingProfilesAreProviderOnlyAndExamplesAreExamples) {
   const std::filesystem::path config =
       std::filesystem::path(AIOS_SOURCE_DIR) / "config" / "external-agent-runtime.d";
@@ -292,9 +293,10 @@ TEST(ShippedProfiles, StagingProfilesAreProviderOnlyAndExamplesAreExamples) {
     EXPECT_EQ(example["output_mode"], "stdout_text");
     const auto staging = json::parse(read_text_file(config / (runtime + ".profile.json")));
     EXPECT_EQ(staging["runtime"], runtime);
-    ASSERT_EQ(staging["credential_env"].size(), 1U);
-    EXPECT_EQ(staging["credential_env"]["OPENAI_API_KEY"]["credential"],
-              "aios-external-agent-oneapi-env");
+    EXPECT_FALSE(staging.contains("credential_env"));
+    EXPECT_FALSE(staging.contains("network"));
+    EXPECT_EQ(staging["provider"]["upstream"], "http://172.18.0.2:3000/v1");
+    EXPECT_EQ(staging["provider"]["credential"]["credential"], "aios-external-agent-oneapi-env");
     EXPECT_FALSE(staging.value("environment", json::object()).contains("OPENAI_API_KEY"));
   }
 }
