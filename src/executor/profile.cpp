@@ -342,8 +342,13 @@ void load_profile_limits(const Document& value, RuntimeProfile& profile) {
   if (profile.provider) {
     const process::Destination upstream{profile.provider->upstream.host,
                                         profile.provider->upstream.port};
-    if (!profile.credential_env.empty() || std::find(profile.network.begin(), profile.network.end(),
-                                                     upstream) != profile.network.end()) {
+    // The gateway sets the base URL and the placeholder key; nothing else may.
+    const bool sets_base_url =
+        std::any_of(profile.environment.begin(), profile.environment.end(),
+                    [](const auto& entry) { return entry.first == "OPENAI_BASE_URL"; });
+    const bool relayed = std::find(profile.network.begin(), profile.network.end(), upstream) !=
+                         profile.network.end();
+    if (!profile.credential_env.empty() || sets_base_url || relayed) {
       fail(ErrorCode::EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID);
     }
   }

@@ -33,8 +33,10 @@ FakeProvider make_provider(const std::filesystem::path& dir) {
 }
 
 // The backend configuration an operator writes (config/agent-runtime-<backend>.conf.example),
-// pointed at the installed CLI and the fake model on `port`.
-json backend_config(const std::string& backend, const test::RealCli& cli, std::uint16_t port) {
+// pointed at the installed CLI and the fake model on `port`: the key projected into the
+// backend's environment, or (`through_gateway`) kept by the provider gateway.
+json backend_config(const std::string& backend, const test::RealCli& cli, std::uint16_t port,
+                    bool through_gateway = false) {
   const std::string base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
   json config = {{"schema", "aios.agent-runtime-broker.backend.v1"},
                  {"backend", backend},
@@ -44,8 +46,14 @@ json backend_config(const std::string& backend, const test::RealCli& cli, std::u
                     {{"credential", "aios-external-agent-oneapi-env"},
                      {"format", "dotenv"},
                      {"key", "ONEAPI_REGULAR_TOKEN"}}}}}};
-  // The backend's sandbox reaches the fake model and nothing else.
-  config["network"] = {"127.0.0.1:" + std::to_string(port)};
+  if (through_gateway) {
+    config["provider"] = {{"upstream", base_url},
+                          {"credential", config["credential_env"]["OPENAI_API_KEY"]}};
+    config.erase("credential_env");
+  } else {
+    // The backend's sandbox reaches the fake model and nothing else.
+    config["network"] = {"127.0.0.1:" + std::to_string(port)};
+  }
   if (backend == "codex") {
     config["protocol"] = "codex-exec";
     config["argv"] = {cli.codex_binary().string(),
@@ -100,8 +108,9 @@ json backend_config(const std::string& backend, const test::RealCli& cli, std::u
                     "--timeout",
                     "{timeout_seconds}",
                     "--json"};
-  config["environment"] = {{"OPENAI_BASE_URL", base_url},
-                           {"NODE_COMPILE_CACHE", cli.compile_cache.string()}};
+  config["environment"] = {{"NODE_COMPILE_CACHE", cli.compile_cache.string()}};
+  // Through the gateway, the executor sets the base URL (the gateway's, the same address).
+  if (!through_gateway) config["environment"]["OPENAI_BASE_URL"] = base_url;
   return config;
 }
 
@@ -174,10 +183,11 @@ class RealCliEngineering : public EngineeringTest,
                            public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(RealCliEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
-  // Given the broker running the real agent CLI and a model whose reply is a tool call that
-  // rewrites docs/BASE.md, an engineering task should go from creation to SUCCEEDED with one
-  // governed commit whose diff against the base is that edit, and the provider key should reach
-  // only the model.
+  // Given the broker running the real agent CLI through the provider gateway and a model whose
+  // reply is a tool call that rewrites docs/BASE.md, an engineering task should go from creation
+  // to SUCCEEDED with one governed commit whose diff against the base is that edit, the provider
+  // key should reach only the model (set by the gateway: the CLI never held it), and the result
+  // should count the model calls.
   const auto& backend = GetParam();
   const auto cli = test::install_realcli();
   const auto provider = make_provider(dir());
@@ -187,7 +197,7 @@ TEST_P(RealCliEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
                                                            "--reply", "I rewrote docs/BASE.md."}),
                       dir(), "fake-openai");
   const auto port = server.start();
-  serve_backend(backend_config(backend, cli, port), executable_roots(backend, cli),
+  serve_backend(backend_config(backend, cli, port, true), executable_roots(backend, cli),
                 {"CREDENTIALS_DIRECTORY=" + provider.credentials.string(), kLsanOptions});
 
   const std::string task_id = "task-eng-" + backend;
@@ -209,6 +219,9 @@ TEST_P(RealCliEngineering, TaskSucceedsWithACommitOfExactlyTheModelsEdit) {
   EXPECT_EQ(repo_git("diff --name-status " + base() + " " + commit), "M\tdocs/BASE.md");
   EXPECT_EQ(repo_git("show " + commit + ":docs/BASE.md"), edit);
   EXPECT_EQ(repo_git("rev-parse " + commit + "^"), base());
+  EXPECT_GE(result.at("model_usage").at("requests"), 2) << result.dump();
+  EXPECT_EQ(result.at("model_usage").at("unmetered"), 0) << result.dump();
+  EXPECT_GT(result.at("model_usage").at("total"), 0) << result.dump();
 
   EXPECT_TRUE(test::model_called_only_with_key(provider.requests, "/v1/responses", provider.key))
       << test::read_text_file(provider.requests);

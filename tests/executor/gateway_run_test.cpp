@@ -165,6 +165,9 @@ TEST_F(GatewayRun, AProviderComesAlone) {
   auto relayed = profile(1);
   relayed["network"] = {"127.0.0.1:" + std::to_string(upstream_.port())};
   EXPECT_EQ(failure(relayed, request_value("hermes")), "EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID");
+  auto based = profile(1);
+  based["environment"] = {{"OPENAI_BASE_URL", "http://elsewhere.example.com/v1"}};
+  EXPECT_EQ(failure(based, request_value("hermes")), "EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID");
   auto unknown = profile(1);
   unknown["provider"]["api_key"] = "sk-inline";
   EXPECT_EQ(failure(unknown, request_value("hermes")), "EXTERNAL_AGENT_PROFILE_PROVIDER_INVALID");
