@@ -8,8 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aios/canonical.hpp"
@@ -226,6 +229,70 @@ TEST_F(GatewayTest, VerifiesAnHttpsUpstreamAgainstItsCaFile) {
   EXPECT_NE(refused.find("TLS_HANDSHAKE_FAILED"), std::string::npos) << refused;
   EXPECT_EQ(seen_.size(), 1U);
   EXPECT_EQ(other.usage().unmetered, 1U);
+}
+
+// Given an upstream that sends the first event of a stream and then waits until the agent has
+// it, the agent should get that event while the stream is still open: the gateway passes a
+// stream on as it arrives, never after it ends.
+TEST_F(GatewayTest, PassesAStreamOnAsItArrives) {
+  std::uint16_t upstream_port = 0;
+  process::Fd upstream_listener = listening(upstream_port);
+  std::promise<void> first_seen;
+  auto seen = first_seen.get_future();
+  std::thread upstream([&] {
+    const process::Fd peer(::accept(upstream_listener.get(), nullptr, nullptr));
+    char buffer[4096];
+    (void)::read(peer.get(), buffer, sizeof buffer);  // the request (small, one read)
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const auto chunk = [](const std::string& data) {
+      std::ostringstream out;
+      out << std::hex << data.size() << "\r\n" << data << "\r\n";
+      return out.str();
+    };
+    const std::string first = head + chunk("data: {\"first\":true}\n\n");
+    (void)::write(peer.get(), first.data(), first.size());
+    seen.wait_for(std::chrono::seconds(10));
+    const std::string rest =
+        chunk(
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,"
+            "\"total_tokens\":2}}\n\n") +
+        chunk("data: [DONE]\n\n") + "0\r\n\r\n";
+    (void)::write(peer.get(), rest.data(), rest.size());
+  });
+  Upstream target{false, "127.0.0.1", upstream_port, "/v1", {}};
+  Gateway gateway(target, kKey, kPlaceholder, {}, json::object());
+  gateway.listen(listening(port_));
+  process::Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(port_);
+  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const std::string body = R"({"model":"m","stream":true})";
+  const std::string request =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(upstream_port) +
+      "\r\nAuthorization: Bearer " + kPlaceholder + "\r\nContent-Type: application/json\r\n" +
+      "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  ASSERT_GT(::write(client.get(), request.data(), request.size()), 0);
+  timeval wait{5, 0};
+  ::setsockopt(client.get(), SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  std::string got;
+  char buffer[4096];
+  while (got.find("\"first\":true") == std::string::npos) {
+    const auto n = ::read(client.get(), buffer, sizeof buffer);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  const bool before_the_end = got.find("\"first\":true") != std::string::npos;
+  first_seen.set_value();
+  for (ssize_t n; (n = ::read(client.get(), buffer, sizeof buffer)) > 0;) {
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  upstream.join();
+  EXPECT_TRUE(before_the_end) << got;
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos) << got;
+  EXPECT_EQ(gateway.usage().total, 2U);
 }
 
 }  // namespace
