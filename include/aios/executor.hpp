@@ -79,6 +79,16 @@ struct Provider {
   gateway::Budget ceiling;
 };
 
+// A writable state directory an agent needs (Hermes' HERMES_HOME), seeded from a root-owned
+// template: copied into the run's private directory, named to the child by `env`, and removed
+// with the run, never written back.
+struct StateTemplate {
+  std::filesystem::path from;
+  std::string env;
+};
+inline constexpr std::size_t kMaxStateTemplateEntries = 4096;
+inline constexpr std::uint64_t kMaxStateTemplateBytes = 64ULL << 20;
+
 struct RuntimeProfile {
   std::string runtime;            // "hermes" or "openclaw"
   std::vector<std::string> argv;  // argv[0] resolved; a node script resolved too
@@ -91,6 +101,7 @@ struct RuntimeProfile {
   // Set: the child reaches this provider through the gateway and holds only a placeholder key
   // (no credential_env then).
   std::optional<Provider> provider;
+  std::optional<StateTemplate> state_template;
   // The sandbox the child runs in (docs/executor.md, "Sandbox"): the only host:port
   // destinations it reaches (none: no network), what it sees read-only besides the system and
   // the executable roots, and its limits.
@@ -193,6 +204,12 @@ std::unique_ptr<gateway::Gateway> open_gateway(const RuntimeProfile& profile,
                                                gateway::Budget budget, nlohmann::json log_fields,
                                                process::Spec& spec,
                                                std::vector<std::string>& secrets);
+
+// With a profile's state_template: copies it to <private_directory>/state and names that to the
+// child in `spec`'s environment. Throws EXTERNAL_AGENT_STATE_TEMPLATE_INVALID (a link, a special
+// file, more than 4096 entries or 64 MiB, or a template that cannot be read).
+void seed_state(const RuntimeProfile& profile, const std::filesystem::path& private_directory,
+                process::Spec& spec);
 
 // Runs one request file and writes its result to `result_path` (atomic, 0640, fsync'd file and
 // directory). Returns the result. Throws the EXTERNAL_AGENT_* code of the first refusal or

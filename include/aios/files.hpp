@@ -51,6 +51,15 @@ void write_beneath(const std::filesystem::path& root, const std::filesystem::pat
 // Unlinks the file `relative`; throws std::system_error (ENOENT when it is missing).
 void remove_beneath(const std::filesystem::path& root, const std::filesystem::path& relative);
 
+// Copies the tree at `from` (a real directory) into `to` (created 0700; it must not exist):
+// directories and regular files only, each opened with O_NOFOLLOW beneath the one before, so a
+// link anywhere, a FIFO, socket or device is `refused`; more than `max_entries` entries, or
+// `max_bytes` of file content, or 32 levels, is `too_large`. Modes keep the owner's only (0700
+// for directories and executables, else 0600). On any status but `ok`, `to` may hold a part.
+enum class CopyStatus { ok, refused, too_large, failed };
+CopyStatus copy_tree(const std::filesystem::path& from, const std::filesystem::path& to,
+                     std::size_t max_entries, std::uint64_t max_bytes);
+
 // Python's Path(path).is_symlink(), and "a directory that is not a symlink": both judge `path`
 // as pathlib spells it, without trailing "/" and "/.", because lstat("link/") follows the link
 // and would take a symlinked directory given with a slash for a real one.

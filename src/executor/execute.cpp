@@ -154,6 +154,7 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
                       "HOME=" + home.string(), "NO_COLOR=1"};
   for (const auto& [name, value] : profile.environment)
     spec.environment.push_back(name + "=" + value);
+  seed_state(profile, temporary.path(), spec);
   std::vector<std::string> secrets;
   for (const auto& [name, value] : project_credentials(profile, options.credentials_directory)) {
     spec.environment.push_back(name + "=" + value);

@@ -252,6 +252,27 @@ std::vector<process::Destination> profile_network(const Document& value) {
   return result;
 }
 
+// {from: an absolute real directory, env: a variable the profile does not set otherwise}.
+std::optional<StateTemplate> profile_state_template(const Document& value,
+                                                    const RuntimeProfile& profile) {
+  if (value.is_null()) return std::nullopt;
+  const auto invalid = [] { fail(ErrorCode::EXTERNAL_AGENT_PROFILE_STATE_TEMPLATE_INVALID); };
+  if (!value.is_object() || value.size() != 2 || !value.contains("from") ||
+      !value.contains("env") || !value["from"].is_string() || !value["env"].is_string()) {
+    invalid();
+  }
+  const std::string from = value["from"].get<std::string>();
+  const std::string env = value["env"].get<std::string>();
+  if (from.empty() || from.front() != '/' || fs::path(from).lexically_normal() == "/" ||
+      !files::is_real_directory(from) || !rules::is_env_name(env) ||
+      rules::has_secret_marker(env) || env == "PATH" || env == "HOME" ||
+      std::any_of(profile.environment.begin(), profile.environment.end(),
+                  [&](const auto& entry) { return entry.first == env; })) {
+    invalid();
+  }
+  return StateTemplate{from, env};
+}
+
 std::vector<fs::path> profile_read_only_paths(const Document& value) {
   std::vector<fs::path> result;
   if (value.is_null()) return result;
@@ -354,6 +375,8 @@ void load_profile_limits(const Document& value, RuntimeProfile& profile) {
   }
   profile.read_only_paths = profile_read_only_paths(value.value("read_only_paths", Document()));
   profile.limits = profile_sandbox_limits(value.value("limits", Document()));
+  profile.state_template =
+      profile_state_template(value.value("state_template", Document()), profile);
 }
 
 RuntimeProfile load_profile(std::string_view runtime_name, const fs::path& profile_root,

@@ -1,5 +1,6 @@
 // What one agent child sees: the same rule for the executor's runtimes and the broker's backends.
 #include "aios/executor.hpp"
+#include "aios/files.hpp"
 
 namespace aios::executor {
 
@@ -39,6 +40,27 @@ process::Sandbox child_sandbox(const RuntimeProfile& profile, const ExecuteOptio
   sandbox.network = profile.network;
   sandbox.limits = profile.limits;
   return sandbox;
+}
+
+void seed_state(const RuntimeProfile& profile, const fs::path& private_directory,
+                process::Spec& spec) {
+  if (!profile.state_template) return;
+  const auto& state = *profile.state_template;
+  const fs::path copy = private_directory / "state";
+  switch (files::copy_tree(state.from, copy, kMaxStateTemplateEntries, kMaxStateTemplateBytes)) {
+    case files::CopyStatus::ok:
+      break;
+    case files::CopyStatus::refused:
+      throw Error(ErrorCode::EXTERNAL_AGENT_STATE_TEMPLATE_INVALID,
+                  "a link or a special file in " + state.from.string());
+    case files::CopyStatus::too_large:
+      throw Error(ErrorCode::EXTERNAL_AGENT_STATE_TEMPLATE_INVALID,
+                  "more than 4096 entries or 64 MiB in " + state.from.string());
+    case files::CopyStatus::failed:
+      throw Error(ErrorCode::EXTERNAL_AGENT_STATE_TEMPLATE_INVALID,
+                  "cannot read " + state.from.string());
+  }
+  spec.environment.push_back(state.env + "=" + copy.string());
 }
 
 }  // namespace aios::executor

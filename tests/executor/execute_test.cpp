@@ -400,5 +400,39 @@ TEST_F(ExecutorTest, ExecFailureIsSpawnFailed) {
   EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_SPAWN_FAILED");
 }
 
+// Given a profile with a state template, the child should find a writable copy of it where
+// the template's variable points, inside its private directory; what it writes there should
+// never reach the template; and a template holding a link should refuse the run.
+TEST_F(ExecutorTest, AStateTemplateIsCopiedIntoTheRunAndNeverWrittenBack) {
+  const auto home = dir_ / "hermes-home";
+  std::filesystem::create_directories(home / "cron");
+  write_text_file(home / "config.yaml", "model: demo\n");
+  // The sandbox runs as nobody under root: the template is read by the executor, not the child.
+  const auto helper =
+      write_script("state_helper.py",
+                   "import json, os\n"
+                   "home = os.environ['HERMES_HOME']\n"
+                   "config = open(os.path.join(home, 'config.yaml')).read()\n"
+                   "open(os.path.join(home, 'cron', 'state.db'), 'w').write('written by the run')\n"
+                   "print(json.dumps({'home': home, 'cwd': os.getcwd(), 'config': config}))\n");
+  auto profile = python_profile("hermes", helper);
+  profile["state_template"] = {{"from", home.string()}, {"env", "HERMES_HOME"}};
+  const auto out = run(profile, request_value("hermes"))["output_json"];
+  EXPECT_EQ(out["config"], "model: demo\n");
+  EXPECT_EQ(out["home"], out["cwd"].get<std::string>() + "/state");
+  EXPECT_FALSE(std::filesystem::exists(home / "cron" / "state.db"));
+  EXPECT_TRUE(temporary_root_is_empty());
+
+  std::filesystem::create_symlink("/etc/shadow", home / "cron" / "shadow");
+  EXPECT_EQ(failure(profile, request_value("hermes")), "EXTERNAL_AGENT_STATE_TEMPLATE_INVALID");
+  EXPECT_TRUE(temporary_root_is_empty());
+  profile["state_template"] = {{"from", home.string()}, {"env", "PATH"}};
+  EXPECT_EQ(failure(profile, request_value("hermes")),
+            "EXTERNAL_AGENT_PROFILE_STATE_TEMPLATE_INVALID");
+  profile["state_template"] = {{"from", "relative/home"}, {"env", "HERMES_HOME"}};
+  EXPECT_EQ(failure(profile, request_value("hermes")),
+            "EXTERNAL_AGENT_PROFILE_STATE_TEMPLATE_INVALID");
+}
+
 }  // namespace
 }  // namespace aios::executor::test

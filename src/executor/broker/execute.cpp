@@ -108,6 +108,7 @@ json run_backend(const json& request, const Backend& backend, const BrokerOption
   for (const auto& [name, value] : profile.environment) {
     spec.environment.push_back(name + "=" + value);
   }
+  executor::seed_state(profile, temporary.path(), spec);
   std::vector<std::string> secrets;
   for (const auto& [name, value] :
        executor::project_credentials(profile, options.credentials_directory)) {
@@ -206,9 +207,9 @@ Backend load_backend(std::string_view name, const fs::path& config_root,
   if (value.value("backend", Ordered()) != Ordered(backend_name)) config_invalid("backend");
   for (const auto& [key, item] : value.items()) {
     static const std::set<std::string> kKeys = {
-        "schema",          "backend",          "protocol",    "argv",
-        "timeout_seconds", "max_output_bytes", "environment", "credential_env",
-        "network",         "read_only_paths",  "limits",      "provider"};
+        "schema",           "backend",     "protocol",       "argv",    "timeout_seconds",
+        "max_output_bytes", "environment", "credential_env", "network", "read_only_paths",
+        "limits",           "provider",    "state_template"};
     if (!kKeys.contains(key)) config_invalid("unknown field " + key);
   }
   Backend backend;
