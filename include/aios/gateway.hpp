@@ -105,8 +105,9 @@ class Gateway {
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
 
-  // Serves the connections to `listener` (made inside the sandbox), at most 64 at once, each on
-  // a thread of its own, until destroyed.
+  // Serves the connections to `listener` (made inside the sandbox), at most 16 at once, each on
+  // a thread of its own with request bodies of at most 16 MiB (413 REQUEST_SIZE_INVALID), until
+  // destroyed.
   void listen(process::Fd listener);
 
   Usage usage() const;

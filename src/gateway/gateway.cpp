@@ -22,27 +22,21 @@ namespace {
 
 using nlohmann::json;
 
-// A run's agent needs a handful of connections to its provider; more at once is abuse.
-constexpr std::size_t kMaxConnections = 64;
+// A run's agent needs a handful of connections to its provider; more at once is abuse. With the
+// body bound, what one hostile agent can make the executor hold is 16 x 16 MiB.
+constexpr std::size_t kMaxConnections = 16;
+constexpr std::size_t kMaxRequestBody = 16 * 1024 * 1024;
 constexpr std::size_t kMaxLoggedPath = 200;
 constexpr std::size_t kMaxModelName = 128;
-
-bool contains_ignoring_case(std::string_view text, std::string_view part) {
-  const auto lower = [](std::string_view in) {
-    std::string out(in);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
-  return lower(text).find(lower(part)) != std::string::npos;
-}
 
 // Under the prefix, with no segment that could climb out of it once decoded.
 bool path_allowed(std::string_view target, std::string_view prefix) {
   if (target.empty() || target.front() != '/') return false;
   const auto path = target.substr(0, target.find('?'));
-  if (path.find("..") != std::string_view::npos || path.find("//") != std::string_view::npos ||
-      contains_ignoring_case(path, "%2e") || contains_ignoring_case(path, "%2f") ||
-      path.find('\\') != std::string_view::npos) {
+  const auto lower = ascii_lower(path);
+  if (lower.find("..") != std::string::npos || lower.find("//") != std::string::npos ||
+      lower.find("%2e") != std::string::npos || lower.find("%2f") != std::string::npos ||
+      lower.find('\\') != std::string::npos) {
     return false;
   }
   if (prefix.empty()) return true;
@@ -259,6 +253,7 @@ void Gateway::listen(process::Fd listener) {
     options.host = state->upstream.host;
     options.port = state->upstream.port;
     options.tls = state->tls;
+    options.max_body_bytes = kMaxRequestBody;
     while (!state->stopping) {
       std::array<pollfd, 2> fds = {pollfd{listener.get(), POLLIN, 0},
                                    pollfd{state->wake.get(), POLLIN, 0}};

@@ -58,12 +58,6 @@ std::optional<UsageReader::Counts> counts_of(const json& answer) {
   return UsageReader::Counts{input, output, total};
 }
 
-bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), text.begin(),
-                    [](char a, char b) { return std::tolower(a) == std::tolower(b); });
-}
-
 }  // namespace
 
 std::optional<Upstream> parse_upstream(std::string_view url) {
@@ -164,7 +158,7 @@ json Usage::to_json() const {
 }
 
 UsageReader::UsageReader(std::string_view content_type)
-    : stream_(starts_with_ignoring_case(content_type, "text/event-stream")) {}
+    : stream_(ascii_lower(content_type).starts_with("text/event-stream")) {}
 
 void UsageReader::feed(std::string_view piece) {
   if (overflow_) return;
