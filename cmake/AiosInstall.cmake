@@ -41,6 +41,9 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The build keeps its debug information; the package ships stripped binaries, as Debian's do:
+# four daemons of 130 MiB each made a .deb whose staging alone could fill a small /tmp.
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd, bubblewrap, procps")
 set(AIOS_CONFFILES "")
 foreach(profile IN LISTS AIOS_PROFILES)

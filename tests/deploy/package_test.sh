@@ -62,6 +62,8 @@ grep -q '^Status: install ok installed' <<<"$status" \
 for binary in aios-task-scheduler aios-agent-task-execution-rebind aios-external-agent-executor \
   aios-online-agent-worker aios-envelope aios-store aiosctl; do
   [ -x "$root/usr/bin/$binary" ] || fail "missing /usr/bin/$binary"
+  sections=$(readelf -S --wide "$root/usr/bin/$binary" 2>&1 || true)
+  [[ "$sections" != *.debug_info* ]] || fail "/usr/bin/$binary ships its debug information"
 done
 [ -f "$root/usr/share/man/man1/aiosctl.1" ] || fail "missing aiosctl's manual page"
 [ -f "$root/usr/share/bash-completion/completions/aiosctl" ] || fail "missing aiosctl's completion"
