@@ -7,7 +7,9 @@ file(GLOB AIOS_UNITS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/systemd/*.s
   "${PROJECT_SOURCE_DIR}/deploy/systemd/*.socket")
 file(GLOB AIOS_TMPFILES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/tmpfiles.d/*.conf")
 file(GLOB AIOS_SYSUSERS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/deploy/sysusers.d/*.conf")
-file(GLOB AIOS_PROFILES CONFIGURE_DEPENDS
+# Relative paths: Hermes' home template is a directory (hermes-home/config.yaml).
+file(GLOB_RECURSE AIOS_PROFILES CONFIGURE_DEPENDS
+  RELATIVE "${PROJECT_SOURCE_DIR}/config/external-agent-runtime.d"
   "${PROJECT_SOURCE_DIR}/config/external-agent-runtime.d/*")
 file(GLOB AIOS_DOCS CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
 
@@ -16,7 +18,11 @@ install(FILES ${AIOS_TMPFILES} DESTINATION lib/tmpfiles.d)
 install(FILES ${AIOS_SYSUSERS} DESTINATION lib/sysusers.d)
 # The executor unit reads its profiles here whatever the prefix.
 set(AIOS_PROFILE_DIR /etc/aios/external-agent-runtime.d)
-install(FILES ${AIOS_PROFILES} DESTINATION "${AIOS_PROFILE_DIR}")
+foreach(profile IN LISTS AIOS_PROFILES)
+  get_filename_component(subdirectory "${profile}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/config/external-agent-runtime.d/${profile}"
+    DESTINATION "${AIOS_PROFILE_DIR}/${subdirectory}")
+endforeach()
 # Engineering backend configurations are the operator's to write (/etc/aios/agent-runtime-
 # <backend>.conf); the package ships the examples beside the docs.
 file(GLOB AIOS_BACKEND_EXAMPLES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/config/*.conf.example")
@@ -47,8 +53,7 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd, bubblewrap, procps")
 set(AIOS_CONFFILES "")
 foreach(profile IN LISTS AIOS_PROFILES)
-  get_filename_component(name "${profile}" NAME)
-  string(APPEND AIOS_CONFFILES "${AIOS_PROFILE_DIR}/${name}\n")
+  string(APPEND AIOS_CONFFILES "${AIOS_PROFILE_DIR}/${profile}\n")
 endforeach()
 file(WRITE "${PROJECT_BINARY_DIR}/debian/conffiles" "${AIOS_CONFFILES}")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

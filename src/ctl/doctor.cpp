@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -244,12 +246,14 @@ class Doctor {
     }
   }
 
-  // The profile's executable answering --version, in a sandbox of its own (no network).
-  void probe(const executor::RuntimeProfile& profile) {
+  // The profile's executable (with a node script) run with `arguments`, in a sandbox of its own
+  // (no network): its outcome and the first 4 KiB of what it printed.
+  std::pair<process::Outcome, std::string> ask(const executor::RuntimeProfile& profile,
+                                               const std::vector<std::string>& arguments) {
     std::vector<std::string> argv = {profile.argv.at(0)};
     const auto program = fs::path(profile.argv.at(0)).filename().string();
     if (program.starts_with("node") && profile.argv.size() > 1) argv.push_back(profile.argv[1]);
-    argv.emplace_back("--version");
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
     std::string answer;
     process::Spec spec;
     spec.argv = argv;
@@ -257,7 +261,7 @@ class Doctor {
     spec.working_directory = "/";
     spec.timeout = std::chrono::seconds(20);
     spec.on_stdout = spec.on_stderr = [&answer](std::string_view chunk) {
-      if (answer.size() < 4096) answer.append(chunk);
+      if (answer.size() < 65536) answer.append(chunk);
     };
     process::Sandbox sandbox;
     sandbox.read_only = profile.read_only_paths;
@@ -265,20 +269,30 @@ class Doctor {
       if (arg.starts_with("/")) sandbox.read_only.push_back(fs::path(arg).parent_path());
     }
     spec.sandbox = sandbox;
+    const auto outcome = process::run(spec);
+    return {outcome, answer};
+  }
+
+  // The profile's executable answering --version with the version it was validated against.
+  void probe(const executor::RuntimeProfile& profile) {
     const std::string check = "agent CLI " + profile.runtime;
-    process::Outcome outcome;
+    const auto& executable = profile.argv.at(0);
+    std::pair<process::Outcome, std::string> asked;
     try {
-      outcome = process::run(spec);
+      asked = ask(profile, {"--version"});
     } catch (const std::exception& error) {
-      add(check, State::fail, argv[0] + " did not start: " + error.what(),
+      add(check, State::fail, executable + " did not start: " + error.what(),
           "install the CLI the profile names, or fix its argv");
       return;
     }
+    const auto& [outcome, answer] = asked;
     const auto first_line = answer.substr(0, answer.find('\n'));
     if (outcome.timed_out || outcome.exit_code != 0) {
-      add(check, State::fail, argv[0] + " --version failed: " + first_line,
+      add(check, State::fail, executable + " --version failed: " + first_line,
           "run it by hand as the executor's user and repair the install");
-    } else if (profile.validated_version.empty()) {
+      return;
+    }
+    if (profile.validated_version.empty()) {
       add(check, State::warn, "answers " + first_line + "; the profile records no version",
           "add \"validated_version\" to the profile once you have validated this CLI");
     } else if (answer.find(profile.validated_version) == std::string::npos) {
@@ -288,6 +302,59 @@ class Doctor {
           "re-run the --help/version probes, then update the root-owned profile");
     } else {
       add(check, State::ok, "answers " + first_line);
+    }
+    if (profile.runtime == "hermes") probe_flags(profile);
+  }
+
+  // Hermes takes every flag of a one-shot run at its top level, and an unknown one is an
+  // argparse error (exit 2) only at run time: each flag the profile passes must be in --help.
+  void probe_flags(const executor::RuntimeProfile& profile) {
+    std::vector<std::string> flags;
+    for (std::size_t i = 1; i < profile.argv.size(); ++i) {
+      const auto& item = profile.argv[i];
+      if (item.starts_with("-") && item != "-") flags.push_back(item.substr(0, item.find('=')));
+    }
+    if (flags.empty()) return;  // a wrapper of the operator's, not the CLI itself
+    const std::string check = "agent CLI hermes flags";
+    std::pair<process::Outcome, std::string> asked;
+    try {
+      asked = ask(profile, {"--help"});
+    } catch (const std::exception& error) {
+      add(check, State::fail, std::string("--help did not start: ") + error.what(),
+          "install the CLI the profile names, or fix its argv");
+      return;
+    }
+    const auto& [outcome, help] = asked;
+    // A flag is listed where it stands as a word of its own ("-t" is not in "--toolsets").
+    const auto word = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+    };
+    const auto listed = [&](const std::string& flag) {
+      for (auto at = help.find(flag); at != std::string::npos; at = help.find(flag, at + 1)) {
+        const auto end = at + flag.size();
+        if ((at == 0 || !word(help[at - 1])) && (end == help.size() || !word(help[end]))) {
+          return true;
+        }
+      }
+      return false;
+    };
+    std::vector<std::string> unknown;
+    for (const auto& flag : flags) {
+      if (!listed(flag)) unknown.push_back(flag);
+    }
+    if (outcome.timed_out || outcome.exit_code != 0) {
+      add(check, State::fail, "--help failed", "run it by hand and repair the install");
+    } else if (!unknown.empty()) {
+      std::string names;
+      for (const auto& flag : unknown) names += (names.empty() ? "" : ", ") + flag;
+      add(check, State::fail, "the profile passes " + names + ", which --help does not list",
+          "update the profile's argv to the installed CLI (docs/executor.md, Hermes)");
+    } else if (std::find(profile.argv.begin(), profile.argv.end(), "{usage_json}") ==
+               profile.argv.end()) {
+      add(check, State::warn, "the profile reads no --usage-file {usage_json}",
+          "without it a run Hermes reports as failed (exit 0) counts as an answer");
+    } else {
+      add(check, State::ok, "every flag of the profile is in --help");
     }
   }
 

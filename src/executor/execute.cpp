@@ -47,12 +47,15 @@ bool mentions(const std::vector<std::string>& argv, std::string_view marker) {
 
 // The seed's _argv_with_files: placeholders replaced in this order, so a prompt that contains
 // "{input_json}" stays as written.
+// {usage_json} is ours: where an agent that reports its own run (Hermes' --usage-file) writes.
 std::vector<std::string> argv_with_files(const RuntimeProfile& profile, const fs::path& input,
-                                         const fs::path& output, const std::string& prompt) {
+                                         const fs::path& output, const fs::path& usage,
+                                         const std::string& prompt) {
   std::vector<std::string> argv;
   for (auto item : profile.argv) {
     replace_all(item, "{input_json}", input.string());
     replace_all(item, "{output_json}", output.string());
+    replace_all(item, "{usage_json}", usage.string());
     replace_all(item, "{prompt}", prompt);
     argv.push_back(std::move(item));
   }
@@ -69,6 +72,13 @@ std::vector<std::string> argv_with_files(const RuntimeProfile& profile, const fs
   };
   if (std::any_of(argv.begin(), argv.end(), holds_nul)) {
     throw Error(ErrorCode::EXTERNAL_AGENT_PROMPT_NUL_INVALID);
+  }
+  // execve refuses an item past MAX_ARG_STRLEN (32 pages with its NUL) with E2BIG: say why
+  // before anything starts rather than fail the spawn.
+  constexpr std::size_t kMaxArgumentBytes = 32 * 4096 - 1;
+  const auto too_long = [](const std::string& item) { return item.size() > kMaxArgumentBytes; };
+  if (std::any_of(argv.begin(), argv.end(), too_long)) {
+    throw Error(ErrorCode::EXTERNAL_AGENT_PROMPT_TOO_LARGE);
   }
   return argv;
 }
@@ -92,13 +102,12 @@ std::string failure_text(const Error& error) {
   std::string text = error.code();
   if (error.is_any({ErrorCode::EXTERNAL_AGENT_PROCESS_FAILED,
                     ErrorCode::EXTERNAL_AGENT_CREDENTIAL_ENV_EXPOSED,
-                    ErrorCode::EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED})) {
+                    ErrorCode::EXTERNAL_AGENT_MODEL_BUDGET_EXHAUSTED,
+                    ErrorCode::EXTERNAL_AGENT_REPORTED_FAILURE})) {
     text += ":" + error.detail();
   }
   return sanitize_text(text);
 }
-
-namespace {}  // namespace
 
 std::unique_ptr<gateway::Gateway> open_gateway(const RuntimeProfile& profile,
                                                const ExecuteOptions& options,
@@ -138,13 +147,14 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
   }
   const fs::path input_path = temporary.path() / "input.json";
   const fs::path output_path = temporary.path() / "output.json";
+  const fs::path usage_path = temporary.path() / "usage.json";
   const json& payload = request["payload"];
   const std::string payload_json = canonical_json(payload);
   write_private(input_path, payload_json);
   const std::string prompt = render_prompt(payload);
 
   process::Spec spec;
-  spec.argv = argv_with_files(profile, input_path, output_path, prompt);
+  spec.argv = argv_with_files(profile, input_path, output_path, usage_path, prompt);
   spec.working_directory = temporary.path();
   spec.timeout = std::chrono::seconds(profile.timeout_seconds);
   if (profile.input_mode == InputMode::stdin_json) spec.stdin_data = payload_json;
@@ -205,6 +215,17 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
     throw Error(ErrorCode::EXTERNAL_AGENT_PROCESS_FAILED,
                 std::to_string(outcome.exit_code) + ":" + bounded_text(stderr_text, 2048));
   }
+  // Exit 0 is not success for an agent that reports its run: Hermes answers a provider it
+  // cannot reach with exit 0 and the error as its "answer".
+  std::optional<gateway::Usage> reported;
+  if (mentions(profile.argv, "{usage_json}")) {
+    const auto report = read_usage_report(usage_path);
+    if (report.failed) {
+      const auto stdout_text = redact_values(utf8::decode_replace(out.text()), secrets);
+      throw Error(ErrorCode::EXTERNAL_AGENT_REPORTED_FAILURE, bounded_text(stdout_text, 2048));
+    }
+    reported = report.usage;
+  }
 
   const auto output = parse_output(profile, utf8::decode_replace(out.text()), output_path, secrets);
   json result = {
@@ -224,7 +245,12 @@ json run_agent(const json& request, const RuntimeProfile& profile, const Execute
       {"control_plane_access_granted", false},
   };
   if (output.json) result["output_json"] = *output.json;
-  if (gateway) result["model_usage"] = gateway->usage().to_json();
+  // The gateway's counts are what passed it; an agent's own report stands only without one.
+  if (gateway) {
+    result["model_usage"] = gateway->usage().to_json();
+  } else if (reported) {
+    result["model_usage"] = reported->to_json();
+  }
   result["result_sha256"] = digest(result);
   return result;
 }

@@ -114,4 +114,32 @@ ParsedOutput parse_output(const RuntimeProfile& profile, const std::string& stdo
   return parsed;
 }
 
+UsageReport read_usage_report(const std::filesystem::path& path) {
+  const auto invalid = [] { return Error(ErrorCode::EXTERNAL_AGENT_USAGE_REPORT_INVALID); };
+  const auto read = files::read_file(path, kMaxUsageReportBytes);
+  if (read.status != files::ReadStatus::ok) throw invalid();
+  const json value = parse_json(read.content);
+  if (!value.is_object()) throw invalid();
+  const auto flag = [&](const char* name) {
+    const auto item = value.find(name);
+    if (item == value.end() || !item->is_boolean()) throw invalid();
+    return item->get<bool>();
+  };
+  const auto count = [&](const char* name) -> std::uint64_t {
+    const auto item = value.find(name);
+    if (item == value.end() || item->is_null()) return 0;
+    if (!item->is_number_unsigned()) throw invalid();
+    return item->get<std::uint64_t>();
+  };
+  const bool failed = flag("failed");
+  const bool completed = flag("completed");
+  UsageReport report;
+  report.failed = failed || !completed;
+  report.usage.requests = count("api_calls");
+  report.usage.input = count("input_tokens");
+  report.usage.output = count("output_tokens");
+  report.usage.total = count("total_tokens");
+  return report;
+}
+
 }  // namespace aios::executor

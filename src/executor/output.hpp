@@ -13,6 +13,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/executor.hpp"
+#include "aios/gateway.hpp"
 
 namespace aios::executor {
 
@@ -59,5 +60,18 @@ struct ParsedOutput {
 ParsedOutput parse_output(const RuntimeProfile& profile, const std::string& stdout_text,
                           const std::filesystem::path& output_path,
                           const std::vector<std::string>& secrets);
+
+// What an agent says of its own run in the file its argv names as {usage_json} (Hermes'
+// --usage-file, written also when the run fails): whether it failed, and its counts
+// (api_calls, input_tokens, output_tokens, total_tokens; absent or null counts as 0).
+struct UsageReport {
+  bool failed = false;  // "failed": true or "completed": false
+  gateway::Usage usage;
+};
+inline constexpr std::size_t kMaxUsageReportBytes = 64 * 1024;
+
+// Reads the report (O_NOFOLLOW, at most 64 KiB, nesting bounded). Throws
+// EXTERNAL_AGENT_USAGE_REPORT_INVALID when it is missing or not that shape.
+UsageReport read_usage_report(const std::filesystem::path& path);
 
 }  // namespace aios::executor

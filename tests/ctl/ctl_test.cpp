@@ -422,5 +422,53 @@ TEST_F(CtlTest, DoctorFindsWhatIsWrongAndSaysTheFix) {
   EXPECT_THAT(no_rebind.out, HasSubstr("systemctl status aios-agent-task-execution-rebind"));
 }
 
+// Given the shipped Hermes profile in front of the Hermes stand-in, doctor should find its
+// version and every flag the profile passes in its --help; a flag the CLI does not have should
+// be a FAIL naming it.
+TEST_F(CtlTest, DoctorChecksTheHermesProfilesFlagsAgainstTheCli) {
+  namespace fs = std::filesystem;
+  const auto host = scheduler().dir() / "hermes-host";
+  const auto profiles = host / "profiles";
+  const auto bin = host / "opt" / "bin";
+  fs::create_directories(profiles);
+  fs::create_directories(bin);
+  fs::create_directories(host / "home");
+  fs::copy_file(fs::path(AIOS_SOURCE_DIR) / "tests" / "executor" / "hermes_standin.py",
+                bin / "hermes");
+  fs::permissions(bin / "hermes", fs::perms::owner_all | fs::perms::others_read |
+                                      fs::perms::others_exec | fs::perms::group_read |
+                                      fs::perms::group_exec);
+  const fs::path config = fs::path(AIOS_SOURCE_DIR) / "config" / "external-agent-runtime.d";
+  auto profile = Json::parse(test::read_text_file(config / "hermes.profile.json"));
+  profile["argv"][0] = (bin / "hermes").string();
+  profile["state_template"]["from"] = (host / "home").string();
+  profile["validated_version"] = "v0.21.0";
+  const auto write_profile = [&] {
+    test::write_text_file(profiles / "hermes.json", profile.dump());
+  };
+  write_profile();
+  const std::vector<std::string> on_host = {"doctor",
+                                            "--profile-root",
+                                            profiles.string(),
+                                            "--executable-root",
+                                            (host / "opt").string(),
+                                            "--state-dir",
+                                            host.string(),
+                                            "--unit-dir",
+                                            host.string()};
+  const auto rebind_url = std::vector<std::string>{"--rebind", api()};
+  const auto healthy = ctl(on_host, "", rebind_url);
+  EXPECT_EQ(healthy.code, 0) << healthy.out << healthy.err;
+  EXPECT_THAT(healthy.out, HasSubstr("Hermes Agent v0.21.0"));
+  EXPECT_THAT(healthy.out, HasSubstr("every flag of the profile is in --help"));
+
+  profile["argv"].push_back("--non-interactive");
+  write_profile();
+  const auto unknown = ctl(on_host, "", rebind_url);
+  EXPECT_EQ(unknown.code, ctl::kFindings);
+  EXPECT_THAT(unknown.out,
+              HasSubstr("the profile passes --non-interactive, which --help does not"));
+}
+
 }  // namespace
 }  // namespace aios::bridge_test

@@ -39,9 +39,9 @@ done
 # Outputs are read whole before matching: under pipefail, `grep -q` leaving early kills the
 # writer with SIGPIPE and fails a check that holds.
 dpkg-deb -e "$deb" "$work/control"
-for profile in openclaw hermes; do
-  grep -qx "/etc/aios/external-agent-runtime.d/$profile.profile.json" "$work/control/conffiles" \
-    || fail "conffiles lacks the $profile profile: $(cat "$work/control/conffiles" 2>&1)"
+for conffile in openclaw.profile.json hermes.profile.json hermes-home/config.yaml; do
+  grep -qx "/etc/aios/external-agent-runtime.d/$conffile" "$work/control/conffiles" \
+    || fail "conffiles lacks $conffile: $(cat "$work/control/conffiles" 2>&1)"
 done
 
 # Install into a scratch root with its own dpkg database.
@@ -84,7 +84,9 @@ for unit in aios-verification-sandbox.socket aios-verification-sandbox@.service;
 done
 for file in usr/lib/tmpfiles.d/aios-agent-task.conf usr/lib/tmpfiles.d/aios-external-agent-runtime.conf \
   usr/lib/sysusers.d/aios-online-agent-runtime.conf etc/aios/external-agent-runtime.d/openclaw.profile.json \
-  etc/aios/external-agent-runtime.d/hermes.profile.json usr/share/doc/aios-online-agent-runtime/operations.md \
+  etc/aios/external-agent-runtime.d/hermes.profile.json \
+  etc/aios/external-agent-runtime.d/hermes-home/config.yaml \
+  usr/share/doc/aios-online-agent-runtime/operations.md \
   usr/share/doc/aios-online-agent-runtime/examples/agent-runtime-openclaw.conf.example \
   usr/share/doc/aios-online-agent-runtime/examples/agent-runtime-codex.conf.example; do
   [ -f "$root/$file" ] || fail "missing /$file"

@@ -434,5 +434,61 @@ TEST_F(ExecutorTest, AStateTemplateIsCopiedIntoTheRunAndNeverWrittenBack) {
             "EXTERNAL_AGENT_PROFILE_STATE_TEMPLATE_INVALID");
 }
 
+// Given a profile whose argv names {usage_json}, exit 0 should count only with a usage report
+// that says the run completed: a missing or malformed report and one that says failed should
+// fail the run, the failed one with the agent's stdout; a good one gives model_usage.
+TEST_F(ExecutorTest, AUsageReportDecidesWhetherExitZeroSucceeded) {
+  const auto helper =
+      write_script("usage_helper.py",
+                   "import sys\n"
+                   "report = sys.argv[2]\n"
+                   "if report == 'big':\n"
+                   "    report = ' ' * 70000 + '{\"completed\": true, \"failed\": false}'\n"
+                   "if report != 'none':\n"
+                   "    open(sys.argv[1], 'w').write(report)\n"
+                   "print('answer of the run')\n");
+  const auto with_report = [&](const std::string& report) {
+    auto profile = python_profile("hermes", helper);
+    profile["argv"].push_back("{usage_json}");
+    profile["argv"].push_back(report);
+    profile["output_mode"] = "stdout_text";
+    return profile;
+  };
+  const auto request = request_value("hermes");
+  const auto good = run(with_report(R"({"completed": true, "failed": false, "model": null,
+      "api_calls": 2, "input_tokens": 7, "output_tokens": 3, "total_tokens": 10})"),
+                        request);
+  EXPECT_EQ(good["output_text"], "answer of the run\n");
+  EXPECT_EQ(good["model_usage"]["requests"], 2);
+  EXPECT_EQ(good["model_usage"]["total"], 10);
+  EXPECT_EQ(failure(with_report(R"({"completed": false, "failed": true})"), request, true),
+            "EXTERNAL_AGENT_REPORTED_FAILURE:answer of the run\n");
+  EXPECT_EQ(failure(with_report(R"({"completed": false, "failed": false})"), request),
+            "EXTERNAL_AGENT_REPORTED_FAILURE");
+  for (const std::string& bad : std::vector<std::string>{
+           "none", "[]", R"({"failed": false})", R"({"completed": true, "failed": "no"})",
+           R"({"completed": true, "failed": false, "api_calls": -1})",
+           R"({"completed": true, "failed": false, "input_tokens": 1.5})", "big"}) {
+    EXPECT_EQ(failure(with_report(bad), request), "EXTERNAL_AGENT_USAGE_REPORT_INVALID")
+        << bad.substr(0, 60);
+  }
+  // Without {usage_json} the run reports no usage of its own.
+  EXPECT_FALSE(run(python_profile("hermes", write_script("plain.py", kEchoGoal)), request)
+                   .contains("model_usage"));
+  EXPECT_TRUE(temporary_root_is_empty());
+}
+
+// Given a prompt longer than one argv item may be, a profile passing it in argv should refuse
+// the run before anything starts, where the same prompt on stdin runs.
+TEST_F(ExecutorTest, APromptTooLongForArgvIsRefusedBeforeTheSpawn) {
+  auto payload = default_payload();
+  payload["goal"] = std::string(140 * 1024, 'g');
+  auto profile = python_profile("hermes", write_script("argv_helper.py", "print('{}')\n"));
+  profile["argv"].push_back("{prompt}");
+  EXPECT_EQ(failure(profile, request_value("hermes", payload)), "EXTERNAL_AGENT_PROMPT_TOO_LARGE");
+  profile["argv"].erase(profile["argv"].size() - 1);
+  EXPECT_EQ(failure(profile, request_value("hermes", payload)), "OK");
+}
+
 }  // namespace
 }  // namespace aios::executor::test

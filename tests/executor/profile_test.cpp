@@ -299,6 +299,22 @@ TEST(ShippedProfiles, StagingProfilesAreProviderOnlyAndExamplesAreExamples) {
     EXPECT_EQ(staging["provider"]["credential"]["credential"], "aios-external-agent-oneapi-env");
     EXPECT_FALSE(staging.value("environment", json::object()).contains("OPENAI_API_KEY"));
   }
+  // Hermes as its CLI needs it: one-shot, a writable home copied from the shipped template
+  // (whose base_url is the gateway's upstream), its usage file read, lazy installs off.
+  for (const std::string name : {"hermes.profile.json", "hermes.example.json"}) {
+    const auto hermes = json::parse(read_text_file(config / name));
+    EXPECT_EQ(hermes["argv"][1], "-z") << name;
+    EXPECT_EQ(hermes["argv"][2], "{prompt}") << name;
+    EXPECT_EQ(hermes["argv"].back(), "{usage_json}") << name;
+    EXPECT_EQ(hermes["environment"]["HERMES_DISABLE_LAZY_INSTALLS"], "1") << name;
+    EXPECT_EQ(
+        hermes["state_template"],
+        json({{"from", "/etc/aios/external-agent-runtime.d/hermes-home"}, {"env", "HERMES_HOME"}}))
+        << name;
+  }
+  const auto home = read_text_file(config / "hermes-home" / "config.yaml");
+  EXPECT_NE(home.find("base_url: http://172.18.0.2:3000/v1"), std::string::npos);
+  EXPECT_NE(home.find("allow_lazy_installs: false"), std::string::npos);
 }
 
 }  // namespace
