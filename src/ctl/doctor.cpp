@@ -324,7 +324,9 @@ class Doctor {
           "install the CLI the profile names, or fix its argv");
       return;
     }
-    const auto& [outcome, help] = asked;
+    // Named, not bound: clang 14 cannot capture a structured binding in a lambda.
+    const auto& outcome = asked.first;
+    const auto& help = asked.second;
     // A flag is listed where it stands as a word of its own ("-t" is not in "--toolsets").
     const auto word = [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
