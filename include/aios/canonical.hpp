@@ -115,6 +115,8 @@ std::size_t count_code_points(std::string_view text);
 // `text` with ASCII letters lower-cased and every other byte kept (C's tolower in the "C"
 // locale), for names and signals that are ASCII by contract.
 std::string ascii_lower(std::string_view text);
+// The same, upper-cased.
+std::string ascii_upper(std::string_view text);
 
 // UTF-8 primitives for every module that must treat text exactly as the Python deployment does
 // (str.strip, slicing, bytes.decode("utf-8", "replace")).

@@ -129,6 +129,16 @@ struct Cancellation {
 };
 Cancellation cancellation_of(const nlohmann::json& body);
 
+// POST /v1/tasks/{id}/requeue: {expected_revision, idempotency_key, additional_attempts (1..10,
+// default 1), reason}.
+struct Requeue {
+  std::int64_t expected_revision = 0;
+  std::string idempotency_key;
+  std::int64_t additional_attempts = 1;
+  std::string reason;
+};
+Requeue requeue_of(const nlohmann::json& body);
+
 // A task as its owner submits it (POST /v1/tasks), projected and validated once: the binding,
 // the task document and its execution envelope with its digest, made into the row it is stored
 // as (the plane sets its times) and the execution the resolution checks.
@@ -369,6 +379,9 @@ class TaskPlane {
   // Owner transitions.
   nlohmann::json verify(const std::string& task_id, const fleet::Verification& verification);
   nlohmann::json cancel(const std::string& task_id, const fleet::Cancellation& cancellation);
+  // A FAILED or CANCELLED task QUEUED again under the same envelope, its attempts counting on and
+  // its requeue generation one more; idempotent by key (a replay answers the task as it is).
+  nlohmann::json requeue(const std::string& task_id, const fleet::Requeue& requeue);
 
   // Returns every CLAIMED task whose lease has expired to QUEUED (or FAILED when its attempts
   // are spent), one transaction each; the number swept.

@@ -6,6 +6,8 @@
 // backend (src/store/sqlite/) and the PostgreSQL one (src/store/postgres/) are the only code that
 // knows SQL, SQLiteCpp or libpq; each passes tests/store/conformance_test.cpp.
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -26,7 +28,14 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 14;
+inline constexpr int kSchemaVersion = 15;
+
+// Every status a task can be in, as rows and the API spell them.
+inline constexpr std::array<std::string_view, 6> kTaskStatuses = {
+    "QUEUED", "CLAIMED", "VERIFYING", "SUCCEEDED", "FAILED", "CANCELLED"};
+inline bool is_task_status(std::string_view status) {
+  return std::find(kTaskStatuses.begin(), kTaskStatuses.end(), status) != kTaskStatuses.end();
+}
 
 // A task in one of these has ended: no claim, result or verification changes it again.
 inline bool is_terminal_status(std::string_view status) {
@@ -72,6 +81,8 @@ struct TaskRow {
   // Advanced by every heartbeat: the fence a lease sweep checks besides the revision, which a
   // heartbeat leaves alone.
   std::int64_t lease_generation = 0;
+  // How many times the owner requeued the task (its generation): at most one agent run each.
+  std::int64_t requeues = 0;
 
   bool operator==(const TaskRow&) const = default;
 };

@@ -127,8 +127,11 @@ std::string result_idempotency_key(const std::string& task_id, std::int64_t atte
                                    const std::string& execution_digest);
 
 // The executor request id of an agent_runtime execution:
-// external-<runtime>-<first 32 hex of the digest over task, job, execution digest, runtime>.
-std::string external_request_id(const nlohmann::json& envelope);
+// external-<runtime>-<first 32 hex of the digest over task, job, execution digest, runtime>,
+// and the task's requeue generation once the owner has requeued it: the same for every attempt
+// of a generation (a crash mid-run finds the run's answer, never runs it twice), new for a
+// requeued task's next generation (which must really run again).
+std::string external_request_id(const nlohmann::json& envelope, std::int64_t requeues = 0);
 
 class Worker {
  public:

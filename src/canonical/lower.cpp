@@ -105,4 +105,11 @@ std::string ascii_lower(std::string_view text) {
   return out;
 }
 
+std::string ascii_upper(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
 }  // namespace aios

@@ -145,6 +145,17 @@ std::string task_view(const Json& task) {
   return out.str();
 }
 
+// An event's payload as name=value pairs (the reason of a cancel, a verification's decision, a
+// commit's oid), nested values as compact JSON, the whole cut to a table cell's width.
+std::string detail_of(const Json& payload) {
+  if (!payload.is_object() || payload.empty()) return "-";
+  std::string out;
+  for (const auto& [name, value] : payload.items()) {
+    out += (out.empty() ? "" : " ") + name + "=" + cell(value);
+  }
+  return cut(out, 96);
+}
+
 std::string events_view(const Json& events, bool with_task) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& event : events.value("events", Json::array())) {
@@ -153,6 +164,7 @@ std::string events_view(const Json& events, bool with_task) {
     if (with_task) row.push_back(cell(event.value("task_id", Json())));
     row.push_back(cell(event.value("event_type", Json())));
     row.push_back(cell(event.value("agent_id", Json())));
+    row.push_back(detail_of(event.value("payload", Json())));
     rows.push_back(std::move(row));
   }
   if (rows.empty()) return "no events\n";
@@ -160,15 +172,36 @@ std::string events_view(const Json& events, bool with_task) {
   if (with_task) header.emplace_back("TASK");
   header.emplace_back("TYPE");
   header.emplace_back("BY");
+  header.emplace_back("DETAIL");
   return table(header, rows);
+}
+
+std::string more_line(const Json& answer, const char* list, int limit) {
+  const auto found = answer.find(list);
+  if (found == answer.end() || !found->is_array() ||
+      found->size() < static_cast<std::size_t>(limit)) {
+    return "";
+  }
+  return "more: --after " + cell(answer.value("next_after", Json())) + "\n";
 }
 
 std::string eligibility_view(const Json& answer) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& worker : answer.value("workers", Json::array())) {
     const bool eligible = worker.value("eligible", false);
+    // Each reason with what it is about, where the answer names it.
+    Json reasons = Json::array();
+    for (const auto& reason : worker.value("reasons", Json::array())) {
+      if (reason == "capability_missing" && worker.contains("missing_capabilities")) {
+        reasons.push_back("capability_missing (" + join(worker["missing_capabilities"]) + ")");
+      } else if (reason == "adapter_not_allowed" && worker.contains("adapter")) {
+        reasons.push_back("adapter_not_allowed (" + cell(worker["adapter"]) + ")");
+      } else {
+        reasons.push_back(reason);
+      }
+    }
     rows.push_back({cell(worker.value("worker_id", Json())), eligible ? "yes" : "no",
-                    eligible ? "-" : join(worker.value("reasons", Json::array()), ", "),
+                    eligible ? "-" : join(reasons, ", "),
                     cell(worker.value("failure_domain", Json()))});
   }
   std::ostringstream out;

@@ -16,6 +16,9 @@ std::string tasks_view(const nlohmann::json& answer);
 std::string task_view(const nlohmann::json& task);
 // GET /v1/tasks/{id}/events or GET /v1/events (each event with its task).
 std::string events_view(const nlohmann::json& events, bool with_task);
+// A page that came back full (`limit` items in `list`) may have more behind it: the line
+// that says how to read on ("more: --after N"), or "".
+std::string more_line(const nlohmann::json& answer, const char* list, int limit);
 // GET /v1/tasks/{id}/eligibility: each worker, eligible or its reasons.
 std::string eligibility_view(const nlohmann::json& answer);
 // GET /v1/fleet: the workers only, or with the task quarantines and the scopes.

@@ -1,4 +1,5 @@
 // aiosctl's entry: the global options, the parse, and each failure as its exit code.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,35 @@ namespace {
 std::string default_token_file() {
   const char* named = std::getenv("AIOS_AGENT_TASK_CONTROL_TOKEN_FILE");
   return named != nullptr ? named : "/etc/aios-gitops/agent-task-control.token";
+}
+
+// The word of the command line that names no command where one is expected ("task shw"), with
+// the command it was given to; empty when every command word is known. Options are passed over
+// with their values, as the parse would.
+std::pair<std::string, std::string> unknown_command(CLI::App& app, int argc,
+                                                    const char* const* argv) {
+  CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("-")) {
+      if (word.find('=') != std::string::npos || word == "--") continue;
+      for (CLI::App* scope = at; scope != nullptr; scope = scope->get_parent()) {
+        const auto* option = scope->get_option_no_throw(word);
+        if (option != nullptr) {
+          if (option->get_type_size() > 0) ++i;  // its value
+          break;
+        }
+      }
+      continue;
+    }
+    const auto commands = at->get_subcommands([](CLI::App*) { return true; });
+    if (commands.empty()) break;  // an argument of a command that has none below it
+    const auto named = std::find_if(commands.begin(), commands.end(),
+                                    [&](CLI::App* command) { return command->check_name(word); });
+    if (named == commands.end()) return {word, at == &app ? "" : at->get_name()};
+    at = *named;
+  }
+  return {};
 }
 
 }  // namespace
@@ -103,6 +133,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       "aiosctl"};
   app.set_version_flag("--version", std::string("aiosctl ") + kVersion);
   app.require_subcommand(1);
+  // The global options may follow the command too (`aiosctl tasks --json`): every command
+  // passes what it does not know to the one above it.
+  app.fallthrough();
   // A later --api, --token-file, ... overrides an earlier one (a wrapper's defaults, then yours).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   Endpoints endpoints;
@@ -136,6 +169,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
+    if (const auto [word, command] = unknown_command(app, argc, argv); !word.empty()) {
+      err << "aiosctl: unknown command '" << word << "'"
+          << (command.empty() ? "" : " of '" + command + "'") << "; see aiosctl "
+          << (command.empty() ? "" : command + " ") << "--help\n";
+      return kUsage;
+    }
     const int code = app.exit(error, out, err);
     return code == 0 ? kDone : kUsage;
   }

@@ -6,6 +6,7 @@
 
 #include "aios/canonical.hpp"
 #include "aios/ctl.hpp"
+#include "aios/store.hpp"
 #include "ctl/commands.hpp"
 #include "ctl/render.hpp"
 
@@ -43,6 +44,7 @@ struct TaskOptions {
   std::string decision;
   std::string reason;
   long long revision = -1;  // -1: the task's current one
+  int additional_attempts = 1;
   // rebind
   std::string authorization_id;
   std::string new_digest;
@@ -56,7 +58,17 @@ using SharedTaskOptions = std::shared_ptr<TaskOptions>;
 
 void add_list(CLI::App& app, Action& action, const SharedTaskOptions& o) {
   auto* tasks = app.add_subcommand("tasks", "List tasks in queue order");
-  tasks->add_option("--status", o->status, "Only this status (QUEUED, CLAIMED, VERIFYING, ...)");
+  tasks
+      ->add_option("--status", o->status,
+                   "Only this status: QUEUED, CLAIMED, VERIFYING, SUCCEEDED, FAILED or\n"
+                   "CANCELLED (any case)")
+      ->transform([](const std::string& given) {
+        const std::string status = ascii_upper(given);
+        if (!store::is_task_status(status)) {
+          throw CLI::ValidationError("--status", "unknown status '" + status + "'");
+        }
+        return status;
+      });
   tasks->add_option("--tenant", o->tenant, "Only this tenant's tasks (its projects' too)");
   tasks->add_option("--limit", o->limit, "At most this many")->check(CLI::Range(1, 1000));
   tasks->add_option("--after", o->after, "After this queue position (a page's next_after)");
@@ -67,7 +79,7 @@ void add_list(CLI::App& app, Action& action, const SharedTaskOptions& o) {
       if (!o->status.empty()) query += "&status=" + encoded(o->status);
       if (!o->tenant.empty()) query += "&tenant=" + encoded(o->tenant);
       const auto answer = c.client.get(Service::kApi, "/v1/tasks" + query);
-      c.show(answer, [&] { return tasks_view(answer); });
+      c.show(answer, [&] { return tasks_view(answer) + more_line(answer, "tasks", o->limit); });
       return kDone;
     };
   });
@@ -80,7 +92,8 @@ long long revision_of(Context& c, const TaskOptions& o) {
 }
 
 void add_task(CLI::App& app, Action& action, const SharedTaskOptions& o) {
-  auto* task = app.add_subcommand("task", "One task: show, events, why, cancel, verify, rebind");
+  auto* task =
+      app.add_subcommand("task", "One task: show, events, why, cancel, requeue, verify, rebind");
   task->require_subcommand(1);
   const auto with_id = [o](CLI::App* command) {
     command->add_option("id", o->id, "The task id")->required();
@@ -101,7 +114,8 @@ void add_task(CLI::App& app, Action& action, const SharedTaskOptions& o) {
       const auto answer = c.client.get(
           Service::kApi, task_path(o->id) + "/events?limit=" + std::to_string(o->limit) +
                              "&after=" + std::to_string(o->after));
-      c.show(answer, [&] { return events_view(answer, false); });
+      c.show(answer,
+             [&] { return events_view(answer, false) + more_line(answer, "events", o->limit); });
       return kDone;
     };
   });
@@ -123,6 +137,36 @@ void add_task(CLI::App& app, Action& action, const SharedTaskOptions& o) {
       if (o->revision >= 0) body["expected_revision"] = o->revision;
       const auto answer = c.client.post(Service::kApi, task_path(o->id) + "/cancel", body);
       c.show(answer, [&] { return o->id + " " + cell(answer.value("status", Json())) + "\n"; });
+      return kDone;
+    };
+  });
+  auto* requeue = with_id(task->add_subcommand(
+      "requeue", "Queue a FAILED or CANCELLED task again under the same envelope"));
+  requeue->add_option("--attempts", o->additional_attempts, "Attempts it gets from here (1..10)")
+      ->check(CLI::Range(1, 10))
+      ->capture_default_str();
+  requeue->add_option("--reason", o->reason, "Kept in the task's event");
+  requeue->add_option("--revision", o->revision, "The revision requeued (default: the current)");
+  requeue->add_option("--idempotency-key", o->idempotency_key,
+                      "Default: one derived from the task and its revision, so the same\n"
+                      "command repeated after a lost answer requeues once");
+  requeue->callback([&action, o] {
+    action = [o](Context& c) {
+      const auto revision = revision_of(c, *o);
+      const std::string key =
+          !o->idempotency_key.empty()
+              ? o->idempotency_key
+              : "requeue-r" + std::to_string(revision) + "-" + sha256_hex(o->id).substr(0, 24);
+      Json body = {{"expected_revision", revision},
+                   {"idempotency_key", key},
+                   {"additional_attempts", o->additional_attempts}};
+      if (!o->reason.empty()) body["reason"] = o->reason;
+      const auto answer = c.client.post(Service::kApi, task_path(o->id) + "/requeue", body);
+      c.show(answer, [&] {
+        return o->id + " " + cell(answer.value("status", Json())) + " (attempt " +
+               cell(answer.value("attempt", Json())) + " of " +
+               cell(answer.value("max_attempts", Json())) + ")\n";
+      });
       return kDone;
     };
   });
@@ -273,7 +317,8 @@ void add_store_commands(CLI::App& app, Action& action, const SharedTaskOptions& 
       const auto answer =
           c.client.get(Service::kApi, "/v1/events?limit=" + std::to_string(o->limit) +
                                           "&after=" + std::to_string(o->after));
-      c.show(answer, [&] { return events_view(answer, true); });
+      c.show(answer,
+             [&] { return events_view(answer, true) + more_line(answer, "events", o->limit); });
       return kDone;
     };
   });

@@ -1,5 +1,6 @@
 // aiosctl watch: the queue, the workers and the latest events, redrawn every interval on a
-// terminal, or as plain lines (each new event, a summary a round) when the output is not one.
+// terminal, or as lines when the output is not one: each new event at its own time, the summary
+// when it changed; JSON lines with --json.
 #include <signal.h>
 #include <unistd.h>
 
@@ -72,9 +73,10 @@ std::string summary(const Json& status, const Json& fleet) {
 
 int watch(Context& c, const WatchOptions& o) {
   const StopSignals signals;
-  const bool terminal = !o.plain && ::isatty(STDOUT_FILENO) == 1;
+  const bool terminal = !o.plain && !c.json && ::isatty(STDOUT_FILENO) == 1;
   std::int64_t cursor = -1;  // the last event id shown; -1 before the first round
   std::deque<Json> recent;
+  std::string last_line;  // the summary (or problem) a plain watch printed last
   for (int round = 1; !g_stop; ++round) {
     std::string problem;
     Json status, fleet, events = Json::object();
@@ -109,13 +111,27 @@ int watch(Context& c, const WatchOptions& o) {
               << events_view({{"events", Json(recent)}}, true);
       }
     } else {
+      // Each event at its own time; the summary only when it changed, so a quiet queue is quiet.
       for (const auto& event : events.value("events", Json::array())) {
-        c.out << now << " event " << cell(event.value("event_id", Json())) << " "
+        if (c.json) {
+          c.out << event.dump() << "\n";
+          continue;
+        }
+        c.out << cell(event.value("created_at", Json())) << " event "
+              << cell(event.value("event_id", Json())) << " "
               << cell(event.value("task_id", Json())) << " "
               << cell(event.value("event_type", Json())) << " "
               << cell(event.value("agent_id", Json())) << "\n";
       }
-      c.out << now << " " << (problem.empty() ? summary(status, fleet) : problem) << "\n";
+      const std::string line = problem.empty() ? summary(status, fleet) : problem;
+      if (line != last_line) {
+        if (c.json) {
+          c.out << Json{{"time", now}, {"summary", line}}.dump() << "\n";
+        } else {
+          c.out << now << " " << line << "\n";
+        }
+        last_line = line;
+      }
     }
     c.out.flush();
     if (o.rounds > 0 && round >= o.rounds) break;

@@ -209,6 +209,25 @@ Cancellation cancellation_of(const nlohmann::json& body) {
   return cancellation;
 }
 
+Requeue requeue_of(const nlohmann::json& body) {
+  envelope::require_known_keys(
+      body, {"expected_revision", "idempotency_key", "additional_attempts", "reason"},
+      ErrorCode::REQUEST_FIELDS_INVALID);
+  Requeue requeue{
+      .expected_revision = revision_of(envelope::get_or(body, "expected_revision", kNull)),
+      .idempotency_key = {},
+      .additional_attempts =
+          envelope::require_int(envelope::get_or(body, "additional_attempts", kOne), 1, 10,
+                                ErrorCode::REQUEUE_ATTEMPTS_INVALID),
+      .reason = reason_of(body)};
+  const auto& key = envelope::get_or(body, "idempotency_key", kNull);
+  if (!key.is_string() || !envelope::is_idempotency_key(key.get_ref<const std::string&>())) {
+    fail(ErrorCode::IDEMPOTENCY_KEY_INVALID);
+  }
+  requeue.idempotency_key = key;
+  return requeue;
+}
+
 CertificateBinding certificate_binding_of(const nlohmann::json& value) {
   if (!value.is_object()) fail(ErrorCode::AGENT_CERTIFICATE_BINDING_INVALID);
   envelope::require_known_keys(value, {"uri", "sha256"},

@@ -359,10 +359,14 @@ nlohmann::json TaskPlane::commit_claim(store::Transaction& tx, const fleet::Work
                    {"execution_digest", digest},
                    {"lease_expires_at", row.lease_expires_at}},
                   grant.now_iso);
-  return {{"task_id", row.task_id},           {"claim_id", grant.claim_id},
-          {"lease_token", grant.lease_token}, {"lease_expires_at", row.lease_expires_at},
-          {"attempt", row.attempt},           {"revision", row.revision},
-          {"execution_digest", digest}};
+  nlohmann::json claim = {
+      {"task_id", row.task_id},           {"claim_id", grant.claim_id},
+      {"lease_token", grant.lease_token}, {"lease_expires_at", row.lease_expires_at},
+      {"attempt", row.attempt},           {"revision", row.revision},
+      {"execution_digest", digest}};
+  // The requeue generation an agent's run is one of (left out before the first requeue).
+  if (row.requeues > 0) claim["requeues"] = row.requeues;
+  return claim;
 }
 
 std::optional<TaskPlane::AgentHold> TaskPlane::agent_hold(const Agent& agent,
@@ -418,12 +422,21 @@ nlohmann::json TaskPlane::eligibility(const std::string& task_id) {
           worker, row, facts, tx.task_quarantined(task_id, worker.worker_id, now), now, options_);
       if (row.status != "QUEUED") reasons.insert(reasons.begin(), "task_not_queued");
       if (unresolved) reasons.emplace_back("envelope_unresolved");
-      workers.push_back(
-          {{"worker_id", worker.worker_id},
-           {"eligible", reasons.empty()},
-           {"reasons", reasons},
-           {"failure_domain", worker.failure_domain},
-           {"retry_deferred", tx.tasks_failed_in_domain(worker.failure_domain).contains(task_id)}});
+      nlohmann::json view = {
+          {"worker_id", worker.worker_id},
+          {"eligible", reasons.empty()},
+          {"reasons", reasons},
+          {"failure_domain", worker.failure_domain},
+          {"retry_deferred", tx.tasks_failed_in_domain(worker.failure_domain).contains(task_id)}};
+      // What is missing, by name: an operator grants the capability or allows the adapter.
+      if (fleet::contains(reasons, "capability_missing")) {
+        std::vector<std::string> missing;
+        std::set_difference(facts.required.begin(), facts.required.end(), worker.effective.begin(),
+                            worker.effective.end(), std::back_inserter(missing));
+        view["missing_capabilities"] = missing;
+      }
+      if (fleet::contains(reasons, "adapter_not_allowed")) view["adapter"] = facts.adapter;
+      workers.push_back(std::move(view));
     }
   });
   nlohmann::json answer = {{"task_id", task_id}, {"status", task_status}, {"workers", workers}};

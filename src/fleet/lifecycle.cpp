@@ -282,6 +282,51 @@ nlohmann::json TaskPlane::cancel(const std::string& task_id,
   return view;
 }
 
+nlohmann::json TaskPlane::requeue(const std::string& task_id, const fleet::Requeue& requeue) {
+  const std::string now_iso = format_iso8601(store_.now());
+  nlohmann::json view;
+  bool requeued = false;
+  store_.write([&](store::Transaction& tx) {
+    auto row = task::load(tx, task_id);
+    bool commit_applied = false;
+    for (std::int64_t after = 0;;) {
+      const auto events = tx.task_events(task_id, after, 500);
+      for (const auto& event : events) {
+        const auto payload = task::parse_column(event.payload_json, nlohmann::json::object());
+        if (event.event_type == "TASK_REQUEUED" &&
+            payload.value("idempotency_key", "") == requeue.idempotency_key) {
+          view = fleet::view_of(row);  // a replay: the task as it is now
+          return;
+        }
+        commit_applied = commit_applied || event.event_type == "BRIDGE_COMMIT_APPLIED";
+        after = event.event_id;
+      }
+      if (events.size() < 500) break;
+    }
+    if (row.status != "FAILED" && row.status != "CANCELLED") fail(ErrorCode::TASK_NOT_REQUEUEABLE);
+    if (requeue.expected_revision != row.revision) fail(ErrorCode::TASK_REVISION_CONFLICT);
+    // A new branch exists once: its commit cannot be made again by a later run.
+    if (commit_applied && task::execution_of(row).value("branch_mode", "") == "CREATE_NEW") {
+      fail(ErrorCode::TASK_COMMIT_ALREADY_APPLIED);
+    }
+    row.status = "QUEUED";
+    row.max_attempts = row.attempt + requeue.additional_attempts;
+    row.requeues += 1;
+    commit_row(tx, row, now_iso);
+    tx.append_event(task_id, "TASK_REQUEUED", "owner-control",
+                    {{"reason", requeue.reason},
+                     {"idempotency_key", requeue.idempotency_key},
+                     {"attempt", row.attempt},
+                     {"max_attempts", row.max_attempts},
+                     {"requeues", row.requeues}},
+                    now_iso);
+    view = fleet::view_of(row);
+    requeued = true;
+  });
+  if (requeued) queue_changed();
+  return view;
+}
+
 namespace {
 
 // In the caller's transaction: every claim a worker of `agent_id` holds goes back to the queue

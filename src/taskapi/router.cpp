@@ -8,6 +8,7 @@
 
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
+#include "aios/store.hpp"
 #include "aios/taskapi.hpp"
 #include "aios/ui.hpp"
 #include "taskapi/query.hpp"
@@ -425,6 +426,10 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
       const auto found = request.query.find(name);
       return found == request.query.end() ? std::string() : found->second;
     };
+    // A status no task can have would only ever list nothing: say so instead.
+    if (!text("status").empty() && !store::is_task_status(text("status"))) {
+      fail(ErrorCode::TASK_STATUS_INVALID);
+    }
     return ok(plane_.list_tasks(text("status"), text("tenant"),
                                 static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
                                 query_int(request, "after", 0, 0, INT64_MAX)));
@@ -467,16 +472,18 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   const auto action = parts[3];
   // A route label comes only from this list: a path segment as a label would let any caller
   // grow /metrics without bound and write into its text.
-  static constexpr std::array<std::string_view, 8> kActions = {
-      "claim", "heartbeat", "result", "release", "verification", "cancel", "events", "eligibility"};
+  static constexpr std::array<std::string_view, 9> kActions = {"claim",   "heartbeat",    "result",
+                                                               "release", "verification", "cancel",
+                                                               "requeue", "eligibility",  "events"};
   if (std::find(kActions.begin(), kActions.end(), action) == kActions.end())
     fail(ErrorCode::NOT_FOUND);
   route_name = "task_" + std::string(action);
   // The role is decided before anything of the request is read, so a caller with the wrong
   // role learns nothing about the body or the task.
   const bool post = method == "POST";
-  const bool owner_action = (post && (action == "verification" || action == "cancel")) ||
-                            (method == "GET" && action == "eligibility");
+  const bool owner_action =
+      (post && (action == "verification" || action == "cancel" || action == "requeue")) ||
+      (method == "GET" && action == "eligibility");
   const bool agent_action = post && (action == "claim" || action == "heartbeat" ||
                                      action == "result" || action == "release");
   if (owner_action) need_owner();
@@ -502,6 +509,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   if (action == "release") return ok(plane_.release(*agent, task_id, fleet::release_of(body())));
   if (action == "verification") return ok(plane_.verify(task_id, fleet::verification_of(body())));
   if (action == "cancel") return ok(plane_.cancel(task_id, fleet::cancellation_of(body())));
+  if (action == "requeue") return ok(plane_.requeue(task_id, fleet::requeue_of(body())));
   route_name = "unknown";
   fail(ErrorCode::NOT_FOUND);
 }

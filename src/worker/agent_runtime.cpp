@@ -21,7 +21,8 @@ nlohmann::json run_agent_runtime(RunContext& run) {
     throw Error(ErrorCode::EXTERNAL_AGENT_RUNTIME_INPUT_MISSING);
   }
   const std::string task_id = envelope.at("task_id");
-  const std::string request_id = external_request_id(envelope);
+  const std::string request_id =
+      external_request_id(envelope, state.value("requeues", std::int64_t{0}));
   const executor::Exchange exchange(run.config.executor_root, run.config.exchange_key);
   nlohmann::json result;
   try {

@@ -23,14 +23,15 @@ std::string result_idempotency_key(const std::string& task_id, std::int64_t atte
              .substr(0, 32);
 }
 
-std::string external_request_id(const nlohmann::json& envelope) {
+std::string external_request_id(const nlohmann::json& envelope, std::int64_t requeues) {
   const std::string runtime = envelope.at("adapter");
-  return "external-" + runtime + "-" +
-         digest({{"task_id", envelope.at("task_id")},
-                 {"job_id", envelope.at("job_id")},
-                 {"execution_digest", envelope.at("execution_digest")},
-                 {"runtime", runtime}})
-             .substr(0, 32);
+  nlohmann::json material = {{"task_id", envelope.at("task_id")},
+                             {"job_id", envelope.at("job_id")},
+                             {"execution_digest", envelope.at("execution_digest")},
+                             {"runtime", runtime}};
+  // Generation 0 keeps the seed's id.
+  if (requeues > 0) material["requeues"] = requeues;
+  return "external-" + runtime + "-" + digest(material).substr(0, 32);
 }
 
 namespace {

@@ -125,9 +125,14 @@ class Worker::Impl {
     const std::string task_id = claim.at("task_id");
     log::info("TASK_CLAIMED", {{"task_id", task_id}, {"attempt", claim.at("attempt")}});
     auto checkpoint = checkpoints_.load(task_id);
-    if (!checkpoint || checkpoint->execution_digest != claim.at("execution_digest")) {
-      checkpoint = Checkpoint{task_id,   claim.at("execution_digest"), 0, "",
-                              "claimed", nlohmann::json::object()};
+    // A checkpoint of the task's earlier requeue generation is that generation's: the new one
+    // starts afresh (its agent run under a new request id).
+    const std::int64_t requeues = claim.value("requeues", std::int64_t{0});
+    if (!checkpoint || checkpoint->execution_digest != claim.at("execution_digest") ||
+        checkpoint->state.value("requeues", std::int64_t{0}) != requeues) {
+      nlohmann::json state = nlohmann::json::object();
+      if (requeues > 0) state["requeues"] = requeues;
+      checkpoint = Checkpoint{task_id, claim.at("execution_digest"), 0, "", "claimed", state};
     }
     checkpoint->attempt = claim.at("attempt");
     checkpoint->lease_token = claim.at("lease_token");

@@ -4,7 +4,8 @@ aios_integration_test(bridge_integration_tests
   bridge/plans_test.cpp
   bridge/commits_test.cpp
   bridge/fencing_test.cpp
-  bridge/repository_pack_test.cpp)
+  bridge/repository_pack_test.cpp
+  bridge/requeue_test.cpp)
 
 # The crash windows of a governed commit, set up in-process (real SQLite, real repository).
 aios_test(bridge_tests bridge/recovery_test.cpp)

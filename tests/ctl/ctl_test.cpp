@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "aios/process.hpp"
 #include "bridge/bridge_fixture.hpp"
@@ -468,6 +469,73 @@ TEST_F(CtlTest, DoctorChecksTheHermesProfilesFlagsAgainstTheCli) {
   EXPECT_EQ(unknown.code, ctl::kFindings);
   EXPECT_THAT(unknown.out,
               HasSubstr("the profile passes --non-interactive, which --help does not"));
+}
+
+// Given the habits of an operator's scripts, aiosctl should take --json after the command too,
+// a status in any case (and refuse one that is none, as the API does), name a mistyped command,
+// say how to read past a full page, and name what a worker lacks and what an event says.
+TEST_F(CtlTest, TakesTheCommandLinesScriptsWrite) {
+  create_task(tenant_task("ctl-script-1", "acme"));
+  create_task(tenant_task("ctl-script-2", "acme"));
+  const auto json = ctl({"tasks", "--tenant", "acme", "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_EQ(Json::parse(json.out), require(owner().get("/v1/tasks?tenant=acme"), 200, "list"));
+  EXPECT_THAT(ctl({"tasks", "--status", "queued"}).out, HasSubstr("ctl-script-2"));
+  const auto bogus = ctl({"tasks", "--status", "bogus"});
+  EXPECT_EQ(bogus.code, ctl::kUsage);
+  EXPECT_THAT(bogus.err, HasSubstr("unknown status 'BOGUS'"));
+  const auto refused = owner().get("/v1/tasks?status=queued");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body.value("error", ""), "TASK_STATUS_INVALID");
+  const auto typo = ctl({"task", "shw", "ctl-script-1"});
+  EXPECT_EQ(typo.code, ctl::kUsage);
+  EXPECT_THAT(typo.err, HasSubstr("unknown command 'shw' of 'task'"));
+
+  const auto page = ctl({"tasks", "--tenant", "acme", "--limit", "1"});
+  EXPECT_THAT(page.out, HasSubstr("ctl-script-1"));
+  const auto next = page.out.substr(page.out.find("more: --after ") + 14);
+  const auto rest = ctl({"tasks", "--tenant", "acme", "--after", next.substr(0, next.find('\n'))});
+  EXPECT_THAT(rest.out, HasSubstr("ctl-script-2"));
+  EXPECT_THAT(rest.out, Not(HasSubstr("ctl-script-1")));
+  EXPECT_THAT(rest.out, Not(HasSubstr("more:")));
+
+  register_worker(agent(), "worker-bare", {"git.test"}, {"source_capture"}, 1);
+  const auto why = ctl({"task", "why", "ctl-script-1"});
+  EXPECT_THAT(why.out, HasSubstr("adapter_not_allowed (source_capture)"));
+  EXPECT_THAT(why.out, HasSubstr("capability_missing (repo.read)"));
+  EXPECT_EQ(ctl({"task", "cancel", "ctl-script-1", "--reason", "superseded-by-2"}).code, 0);
+  const auto events = ctl({"task", "events", "ctl-script-1"});
+  EXPECT_THAT(events.out, HasSubstr("DETAIL"));
+  EXPECT_THAT(events.out, HasSubstr("superseded-by-2"));
+  const auto requeued =
+      ctl({"task", "requeue", "ctl-script-1", "--reason", "again", "--attempts", "2"});
+  ASSERT_EQ(requeued.code, 0) << requeued.err;
+  EXPECT_EQ(requeued.out, "ctl-script-1 QUEUED (attempt 0 of 2)\n");
+  const auto twice = ctl({"task", "requeue", "ctl-script-1"});
+  EXPECT_EQ(twice.code, ctl::kConflict);
+  EXPECT_THAT(twice.err, HasSubstr("TASK_NOT_REQUEUEABLE"));
+
+  // watch --json: each event a JSON line with its own time, the summary once while unchanged.
+  const auto watched = ctl({"watch", "--rounds", "3", "--interval-ms", "100", "--json"});
+  ASSERT_EQ(watched.code, 0) << watched.err;
+  Json cancelled_at;
+  const auto recorded = require(owner().get("/v1/tasks/ctl-script-1/events"), 200, "events");
+  for (const auto& event : recorded.at("events")) {
+    if (event.at("event_type") == "TASK_CANCELLED") cancelled_at = event.at("created_at");
+  }
+  std::istringstream lines(watched.out);
+  int summaries = 0;
+  int cancels = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto value = Json::parse(line);
+    summaries += value.contains("summary") ? 1 : 0;
+    if (value.value("event_type", "") == "TASK_CANCELLED") {
+      ++cancels;
+      EXPECT_EQ(value.at("created_at"), cancelled_at);
+    }
+  }
+  EXPECT_EQ(summaries, 1) << watched.out;
+  EXPECT_EQ(cancels, 1) << watched.out;
 }
 
 }  // namespace

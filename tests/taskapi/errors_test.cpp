@@ -40,6 +40,9 @@ const std::set<std::string> kNotInTheTable = {
     // A task whose attempts are spent is FAILED, never QUEUED: TASK_NOT_CLAIMABLE answers
     // first.
     "TASK_ATTEMPTS_EXHAUSTED",
+    // Needs a task whose CREATE_NEW branch a governed commit made: RequeueTest in
+    // tests/bridge/requeue_test.cpp.
+    "TASK_COMMIT_ALREADY_APPLIED",
 };
 
 // The codes of the "// Task API" section of include/aios/error_codes.inc.
@@ -445,6 +448,23 @@ class ErrorTableTest : public SchedulerTest {
          dump({{"expected_revision", 2}, {"decision", "PASS"}}), 409, "TASK_NOT_VERIFYING"},
         {"cancel a cancelled task", Who::kOwner, "POST", "/v1/tasks/task-cancelled/cancel", "{}",
          409, "TASK_TERMINAL"},
+        {"requeue a queued task", Who::kOwner, "POST", "/v1/tasks/task-queued/requeue",
+         dump({{"expected_revision", 1}, {"idempotency_key", "requeue-queued-1"}}), 409,
+         "TASK_NOT_REQUEUEABLE"},
+        {"requeue with eleven more attempts", Who::kOwner, "POST",
+         "/v1/tasks/task-cancelled/requeue",
+         dump({{"expected_revision", 2},
+               {"idempotency_key", "requeue-cancelled-1"},
+               {"additional_attempts", 11}}),
+         400, "REQUEUE_ATTEMPTS_INVALID"},
+        {"requeue at a stale revision", Who::kOwner, "POST", "/v1/tasks/task-cancelled/requeue",
+         dump({{"expected_revision", 1}, {"idempotency_key", "requeue-cancelled-2"}}), 409,
+         "TASK_REVISION_CONFLICT"},
+        {"requeue without a key", Who::kOwner, "POST", "/v1/tasks/task-cancelled/requeue",
+         dump({{"expected_revision", 2}}), 400, "IDEMPOTENCY_KEY_INVALID"},
+        {"requeue as an agent", Who::kAgentA, "POST", "/v1/tasks/task-cancelled/requeue",
+         dump({{"expected_revision", 2}, {"idempotency_key", "requeue-cancelled-3"}}), 403,
+         "FORBIDDEN"},
         {"unknown verification decision", Who::kOwner, "POST",
          "/v1/tasks/task-verifying/verification",
          dump({{"expected_revision", 3}, {"decision", "MAYBE"}}), 400,
@@ -500,6 +520,8 @@ class ErrorTableTest : public SchedulerTest {
                     {{"n", 2}}),
          409, "RESULT_IDEMPOTENCY_CONFLICT"},
         {"list with limit 0", Who::kOwner, "GET", "/v1/tasks?limit=0", "", 400, "LIMIT_INVALID"},
+        {"list by a status in lower case", Who::kOwner, "GET", "/v1/tasks?status=queued", "", 400,
+         "TASK_STATUS_INVALID"},
         {"list by a tenant that is not a name", Who::kOwner, "GET", "/v1/tasks?tenant=a%20b", "",
          400, "TASK_TENANT_INVALID"},
         {"prune within the hour", Who::kOwner, "POST", "/v1/prune",

@@ -116,6 +116,11 @@ TEST(WorkerResults, IdsAreDerivedFromTheExecutionOnly) {
   EXPECT_TRUE(id.starts_with("external-hermes-"));
   EXPECT_EQ(id.size(), std::string("external-hermes-").size() + 32);
   EXPECT_NE(id, external_request_id(envelope_for("openclaw")));
+  // A requeued task's generation is a new run; generation 0 is the id as it always was.
+  EXPECT_EQ(id, external_request_id(envelope, 0));
+  EXPECT_NE(id, external_request_id(envelope, 1));
+  EXPECT_NE(external_request_id(envelope, 1), external_request_id(envelope, 2));
+  EXPECT_EQ(external_request_id(envelope, 2), external_request_id(envelope_for("hermes"), 2));
   const std::string digest = envelope["execution_digest"];
   EXPECT_EQ(result_idempotency_key("t-1", 1, digest), result_idempotency_key("t-1", 1, digest));
   EXPECT_NE(result_idempotency_key("t-1", 1, digest), result_idempotency_key("t-1", 2, digest));

@@ -101,6 +101,34 @@ TEST_F(WorkerTest, HermesTaskIsSkippedByTheGenericWorkerAndRunByTheHermesWorker)
   EXPECT_EQ(task("task-w-hermes").at("status"), "SUCCEEDED");
 }
 
+TEST_F(WorkerTest, ARequeuedAgentTaskRunsItsAgentAgain) {
+  // Given a Hermes task run once and failed by its verification, then requeued by the owner,
+  // the worker should run the agent a second time (a new exchange request, not the first run's
+  // recorded answer) and submit the new run's result.
+  start_executor("hermes");
+  create_task(hermes_task(binding("task-w-requeue", "agent/w-requeue")));
+  auto& hermes = make_worker("hermes-requeue", {"agent.runtime.hermes"}, "hermes", true);
+  hermes.start();
+  ASSERT_TRUE(hermes.wait_exit(std::chrono::seconds(60))) << hermes.log();
+  ASSERT_EQ(task("task-w-requeue").at("status"), "VERIFYING") << hermes.log();
+  EXPECT_EQ(agent_runs(), 1u);
+  const auto first_request = task("task-w-requeue").at("result").at("external_request_id");
+  verify("task-w-requeue", "FAIL");
+  require(owner().post("/v1/tasks/task-w-requeue/requeue",
+                       {{"expected_revision", task("task-w-requeue").at("revision")},
+                        {"idempotency_key", "requeue-w-requeue-1"},
+                        {"reason", "the model was down"}}),
+          200, "requeue");
+  hermes.start();
+  ASSERT_TRUE(hermes.wait_exit(std::chrono::seconds(60))) << hermes.log();
+  const auto view = task("task-w-requeue");
+  ASSERT_EQ(view.at("status"), "VERIFYING") << view.dump() << hermes.log();
+  EXPECT_EQ(view.at("attempt"), 2);
+  EXPECT_EQ(view.at("requeues"), 1);
+  EXPECT_EQ(agent_runs(), 2u);
+  EXPECT_NE(view.at("result").at("external_request_id"), first_request);
+}
+
 TEST_F(WorkerTest, AnAgentThroughTheGatewayHasItsModelUsageOnTheTask) {
   // Given a Hermes profile that reaches its provider through the gateway, the agent's two model
   // calls should reach the upstream with the provider key only, and the task's result, its

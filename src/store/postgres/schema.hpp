@@ -311,16 +311,23 @@ ALTER TABLE tasks ALTER COLUMN metadata_json SET STORAGE EXTERNAL,
   ALTER COLUMN task_json SET STORAGE EXTERNAL, SET (toast_tuple_target = 768);
 )sql";
 
+// A requeued task's generation (POST /v1/tasks/{id}/requeue): an agent's exchange request id
+// carries it, so the run of a new generation is a new run.
+inline constexpr std::string_view kTaskRequeues15 = R"sql(
+ALTER TABLE tasks ADD COLUMN IF NOT EXISTS requeues BIGINT NOT NULL DEFAULT 0;
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 9> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
-                                                          {7, {kAgentCertificates7}},
-                                                          {8, {kTasksBySeq8}},
-                                                          {9, {kQuarantineByUntil9}},
-                                                          {10, {kExecutionColumns10}},
-                                                          {11, {kQueueSequence11}},
-                                                          {12, {kScopeDispatchShards12}},
-                                                          {13, {kPartialTaskIndexes13}},
-                                                          {14, {kTaskBodiesOutOfLine14}}}};
+inline constexpr std::array<Migration, 10> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+                                                           {7, {kAgentCertificates7}},
+                                                           {8, {kTasksBySeq8}},
+                                                           {9, {kQuarantineByUntil9}},
+                                                           {10, {kExecutionColumns10}},
+                                                           {11, {kQueueSequence11}},
+                                                           {12, {kScopeDispatchShards12}},
+                                                           {13, {kPartialTaskIndexes13}},
+                                                           {14, {kTaskBodiesOutOfLine14}},
+                                                           {15, {kTaskRequeues15}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

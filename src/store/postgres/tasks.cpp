@@ -20,10 +20,10 @@ constexpr const char* kTaskColumns =
     "task_id,status,attempt,max_attempts,revision,claimed_by,lease_token_hash,lease_expires_at,"
     "claim_id,verification_json,result_json,metadata_json,required_capabilities_json,job_id,"
     "action,adapter,priority,scope_key,scope_weight,task_json,request_sha256,created_at,"
-    "updated_at,execution_digest,capability_scope_json,seq,lease_generation";
+    "updated_at,execution_digest,capability_scope_json,seq,lease_generation,requeues";
 
 // How many columns kTaskColumns names, and the same names of the table aliased t (a join's).
-constexpr int kTaskColumnCount = 27;
+constexpr int kTaskColumnCount = 28;
 const std::string& qualified_task_columns() {
   static const std::string qualified = [] {
     std::string out = "t.";
@@ -65,6 +65,7 @@ TaskRow task_row(const Rows& rows, int at) {
   row.capability_scope = scope_of(rows.text(at, 24));
   row.seq = rows.integer(at, 25);
   row.lease_generation = rows.integer(at, 26);
+  row.requeues = rows.integer(at, 27);
   return row;
 }
 
@@ -188,12 +189,13 @@ void PgTransaction::insert_task(const TaskRow& row) {
       .text_or_null(row.updated_at)
       .text_or_null(row.execution_digest)
       .text_or_null(scope_text(row.capability_scope))
-      .integer(row.lease_generation);
+      .integer(row.lease_generation)
+      .integer(row.requeues);
   // The queue's order is a sequence's: concurrent creates draw numbers without waiting on each
   // other (a counter row every create updates made them conflict).
   db_.send(std::string("INSERT INTO tasks(") + pg::kTaskColumns +
                ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,"
-               "$21,$22,$23,$24,$25,nextval('task_queue_seq'),$26)",
+               "$21,$22,$23,$24,$25,nextval('task_queue_seq'),$26,$27)",
            params);
 }
 
@@ -213,13 +215,15 @@ bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revisi
       .text_or_null(row.result_json)
       .text_or_null(row.updated_at)
       .integer(row.lease_generation)
+      .integer(row.max_attempts)
+      .integer(row.requeues)
       .text(row.task_id)
       .integer(expected_revision)
       .integer(expected_lease_generation);
   std::string sql =
       "UPDATE tasks SET status=$1, attempt=$2, revision=$3, claimed_by=$4, "
       "lease_token_hash=$5, lease_expires_at=$6, claim_id=$7, verification_json=$8, "
-      "result_json=$9, updated_at=$10, lease_generation=$11";
+      "result_json=$9, updated_at=$10, lease_generation=$11, max_attempts=$12, requeues=$13";
   const auto envelope = envelopes_.find(row.task_id);
   if (envelope == envelopes_.end() || envelope->second != envelope_of(row)) {
     params.text_or_null(row.metadata_json)
@@ -228,10 +232,10 @@ bool PgTransaction::update_task(const TaskRow& row, std::int64_t expected_revisi
         .text_or_null(row.adapter)
         .text_or_null(scope_text(row.capability_scope));
     sql +=
-        ", metadata_json=$15, execution_digest=$16, action=$17, adapter=$18, "
-        "capability_scope_json=$19";
+        ", metadata_json=$17, execution_digest=$18, action=$19, adapter=$20, "
+        "capability_scope_json=$21";
   }
-  sql += " WHERE task_id=$12 AND revision=$13 AND lease_generation=$14";
+  sql += " WHERE task_id=$14 AND revision=$15 AND lease_generation=$16";
   const auto held = locked_tasks_.find(row.task_id);
   if (held != locked_tasks_.end() &&
       held->second == Fences{expected_revision, expected_lease_generation}) {

@@ -310,6 +310,9 @@ END;
     {13, "SELECT 1;"},
     // PostgreSQL keeps a task's envelope and body out of line from here on.
     {14, "SELECT 1;"},
+    // A requeued task's generation (POST /v1/tasks/{id}/requeue): an agent's exchange request
+    // id carries it, so the run of a new generation is a new run.
+    {15, "ALTER TABLE tasks ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);

@@ -13,7 +13,7 @@ constexpr const char* kColumns =
     "task_id,status,attempt,max_attempts,revision,claimed_by,lease_token_hash,lease_expires_at,"
     "claim_id,verification_json,result_json,metadata_json,required_capabilities_json,job_id,"
     "action,adapter,priority,scope_key,scope_weight,task_json,request_sha256,created_at,"
-    "updated_at,execution_digest,capability_scope_json,seq,lease_generation";
+    "updated_at,execution_digest,capability_scope_json,seq,lease_generation,requeues";
 
 std::string text(const SQLite::Column& column) {
   return column.isNull() ? std::string() : column.getString();
@@ -48,6 +48,7 @@ TaskRow read_row(SQLite::Statement& query) {
   row.capability_scope = scope_of(text(query.getColumn(24)));
   row.seq = query.getColumn(25).getInt64();
   row.lease_generation = query.getColumn(26).getInt64();
+  row.requeues = query.getColumn(27).getInt64();
   return row;
 }
 
@@ -77,7 +78,7 @@ void insert_task(SQLite::Database& db, const TaskRow& row) {
   const std::int64_t seq = next->getColumn(0).getInt64();
   store::Prepared insert(db,
                          std::string("INSERT INTO tasks(") + kColumns +
-                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                             ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   insert->bind(1, row.task_id);
   insert->bind(2, row.status);
   insert->bind(3, row.attempt);
@@ -105,6 +106,7 @@ void insert_task(SQLite::Database& db, const TaskRow& row) {
   bind_text(*insert, 25, scope_text(row.capability_scope));
   insert->bind(26, seq);
   insert->bind(27, row.lease_generation);
+  insert->bind(28, row.requeues);
   insert->exec();
 }
 
@@ -115,7 +117,8 @@ bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected
       "UPDATE tasks SET status=?, attempt=?, revision=?, claimed_by=?, lease_token_hash=?, "
       "lease_expires_at=?, claim_id=?, verification_json=?, result_json=?, metadata_json=?, "
       "updated_at=?, execution_digest=?, action=?, adapter=?, capability_scope_json=?, "
-      "lease_generation=? WHERE task_id=? AND revision=? AND lease_generation=?");
+      "lease_generation=?, max_attempts=?, requeues=? WHERE task_id=? AND revision=? AND "
+      "lease_generation=?");
   update->bind(1, row.status);
   update->bind(2, row.attempt);
   update->bind(3, row.revision);
@@ -132,9 +135,11 @@ bool update_task(SQLite::Database& db, const TaskRow& row, std::int64_t expected
   bind_text(*update, 14, row.adapter);
   bind_text(*update, 15, scope_text(row.capability_scope));
   update->bind(16, row.lease_generation);
-  update->bind(17, row.task_id);
-  update->bind(18, expected_revision);
-  update->bind(19, expected_lease_generation);
+  update->bind(17, row.max_attempts);
+  update->bind(18, row.requeues);
+  update->bind(19, row.task_id);
+  update->bind(20, expected_revision);
+  update->bind(21, expected_lease_generation);
   return update->exec() == 1;
 }
 
