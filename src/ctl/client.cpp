@@ -58,6 +58,10 @@ nlohmann::json Client::post(Service service, const std::string& path, const nloh
   return call(service, "POST", path, canonical_json(body));
 }
 
+nlohmann::json Client::put(Service service, const std::string& path, const nlohmann::json& body) {
+  return call(service, "PUT", path, canonical_json(body));
+}
+
 bool Client::healthy(Service service) {
   try {
     return transport_.request("GET", url(service) + "/health", "", "", endpoints_.timeout).status ==

@@ -30,6 +30,7 @@ class Client {
   // status); a service that cannot be reached throws HTTP_UPSTREAM_*.
   nlohmann::json get(Service service, const std::string& path);
   nlohmann::json post(Service service, const std::string& path, const nlohmann::json& body);
+  nlohmann::json put(Service service, const std::string& path, const nlohmann::json& body);
   // GET without a token (/health); false when the service does not answer 200.
   bool healthy(Service service);
 

@@ -95,15 +95,66 @@ void add_agents(CLI::App& app, Action& action, const SharedAgentOptions& o) {
 
 }  // namespace
 
+// What `fleet worker` changes of one worker (PUT /v1/fleet/workers/{id}).
+struct WorkerChange {
+  std::string worker_id;
+  int slots = 1;
+};
+
+// fleet worker quarantine|release|reset-circuit|slots: each one field of the worker's PUT.
+void add_worker_changes(CLI::App& fleet, Action& action) {
+  auto* worker = fleet.add_subcommand(
+      "worker", "Change one worker: quarantine, release, reset-circuit, slots");
+  worker->require_subcommand(1);
+  const auto o = std::make_shared<WorkerChange>();
+  const auto change = [&action, o](CLI::App* command, std::function<Json()> body) {
+    command->add_option("worker_id", o->worker_id, "The worker")->required();
+    command->callback([&action, o, body] {
+      action = [o, body](Context& c) {
+        const auto answer =
+            c.client.put(Service::kApi, "/v1/fleet/workers/" + encoded(o->worker_id), body());
+        c.show(answer, [&] {
+          return o->worker_id + " slots " + cell(answer.value("max_slots", Json())) +
+                 (answer.value("quarantined", false) ? ", quarantined" : "") + "\n";
+        });
+        return kDone;
+      };
+    });
+    return command;
+  };
+  change(worker->add_subcommand("quarantine", "Take no new claims (running ones finish)"), [] {
+    return Json{{"quarantined", true}};
+  });
+  change(worker->add_subcommand("release", "Lift the quarantine"), [] {
+    return Json{{"quarantined", false}};
+  });
+  change(worker->add_subcommand("reset-circuit", "Close an open circuit (its failures forgotten)"),
+         [] {
+           return Json{{"reset_circuit", true}};
+         });
+  change(worker->add_subcommand("slots", "How many tasks it may hold at once (1..256)"),
+         [o] {
+           return Json{{"max_slots", o->slots}};
+         })
+      ->add_option("slots", o->slots, "The new slot count")
+      ->required()
+      ->check(CLI::Range(1, 256));
+}
+
 void add_fleet_commands(CLI::App& app, Action& action) {
-  app.add_subcommand("fleet", "The workers, the task quarantines and the scopes served")
-      ->callback([&action] {
-        action = [](Context& c) {
-          const auto answer = c.client.get(Service::kApi, "/v1/fleet");
-          c.show(answer, [&] { return fleet_view(answer); });
-          return kDone;
-        };
-      });
+  auto* fleet = app.add_subcommand(
+      "fleet",
+      "The workers, the task quarantines and the scopes served; `fleet worker` changes one");
+  fleet->require_subcommand(0, 1);
+  add_worker_changes(*fleet, action);
+  fleet->callback([&action, fleet] {
+    if (!fleet->get_subcommands().empty()) return;  // `fleet worker …` set its own action
+    action = [](Context& c) {
+      const auto answer = c.client.get(Service::kApi, "/v1/fleet");
+      c.show(answer, [&] { return fleet_view(answer); });
+      return kDone;
+    };
+  });
   app.add_subcommand("workers", "The workers: slots in use, circuit, quarantine, last seen")
       ->callback([&action] {
         action = [](Context& c) {

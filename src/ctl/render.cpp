@@ -2,6 +2,7 @@
 #include "ctl/render.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "aios/ctl.hpp"
@@ -84,6 +85,20 @@ std::string table(const std::vector<std::string>& header,
   line(header);
   for (const auto& row : rows) line(row);
   return out.str();
+}
+
+std::string encoded(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char raw : text) {
+    const auto c = static_cast<unsigned char>(raw);
+    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4U], kHex[c & 15U]};
+    }
+  }
+  return out;
 }
 
 std::string tasks_view(const Json& answer) {

@@ -10,6 +10,9 @@ namespace aios::ctl {
 // A JSON value as a cell: strings as they are, null as "-", anything else as compact JSON.
 std::string cell(const nlohmann::json& value);
 
+// A path segment or query value, percent-encoded.
+std::string encoded(const std::string& text);
+
 // GET /v1/tasks.
 std::string tasks_view(const nlohmann::json& answer);
 // GET /v1/tasks/{id}: its fields, one per line.

@@ -15,21 +15,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A query parameter's value, percent-encoded.
-std::string encoded(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char raw : text) {
-    const auto c = static_cast<unsigned char>(raw);
-    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += {'%', kHex[c >> 4U], kHex[c & 15U]};
-    }
-  }
-  return out;
-}
-
 std::string task_path(const std::string& id) {
   return "/v1/tasks/" + encoded(id);
 }

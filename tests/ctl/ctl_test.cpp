@@ -210,6 +210,16 @@ TEST_F(CtlTest, ShowsTheFleetEventsAndStatusAndPrunes) {
   EXPECT_THAT(workers.out, HasSubstr("worker-w1"));
   EXPECT_THAT(workers.out, HasSubstr("0/4"));
   EXPECT_THAT(ctl({"fleet"}).out, HasSubstr("worker-w2"));
+  // One worker changed from the command line: quarantined, its slots, released, its circuit.
+  const auto parked = ctl({"fleet", "worker", "quarantine", "worker-w1"});
+  ASSERT_EQ(parked.code, 0) << parked.err;
+  EXPECT_EQ(parked.out, "worker-w1 slots 4, quarantined\n");
+  EXPECT_EQ(ctl({"fleet", "worker", "slots", "worker-w1", "2"}).out,
+            "worker-w1 slots 2, quarantined\n");
+  EXPECT_EQ(ctl({"fleet", "worker", "release", "worker-w1"}).out, "worker-w1 slots 2\n");
+  EXPECT_EQ(ctl({"fleet", "worker", "reset-circuit", "worker-w1"}).code, 0);
+  EXPECT_EQ(ctl({"fleet", "worker", "slots", "worker-w1", "0"}).code, ctl::kUsage);
+  EXPECT_EQ(ctl({"fleet", "worker", "quarantine", "worker-none"}).code, ctl::kNotFound);
   const auto events = ctl({"events"});
   EXPECT_THAT(events.out, HasSubstr("ctl-fleet"));
   EXPECT_THAT(events.out, HasSubstr("TASK_CREATED"));
