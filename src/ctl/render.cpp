@@ -124,6 +124,35 @@ std::string model_calls_of(const Json& result) {
          " unmetered";
 }
 
+namespace {
+
+// An agent's answer (output_text, else output_json), on one line and cut to 400 characters.
+std::string answer_of(const Json& result) {
+  if (!result.is_object()) return "-";
+  std::string text = result.value("output_text", std::string());
+  if (text.empty() && result.contains("output_json")) text = result["output_json"].dump();
+  if (text.empty()) return "-";
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return cut(text, 400);
+}
+
+// The first verification command that did not pass: its label, exit code and last output line.
+std::string failed_test_of(const Json& result) {
+  if (!result.is_object()) return "-";
+  for (const auto& test : result.value("tests", Json::array())) {
+    if (!test.is_object() || test.value("passed", true)) continue;
+    std::string output = test.value("output", std::string());
+    while (!output.empty() && output.back() == '\n') output.pop_back();
+    const auto last =
+        output.substr(output.rfind('\n') == std::string::npos ? 0 : output.rfind('\n') + 1);
+    return cell(test.value("label", Json())) + " (exit " + cell(test.value("exit_code", Json())) +
+           ")" + (last.empty() ? "" : ": " + cut(last, 200));
+  }
+  return "-";
+}
+
+}  // namespace
+
 std::string task_view(const Json& task) {
   const auto& result = task.value("result", Json());
   const auto& verification = task.value("verification", Json());
@@ -147,6 +176,9 @@ std::string task_view(const Json& task) {
                                           cell(result.value("classification", Json()))
                                     : cell(result)},
       {"model calls", model_calls_of(result)},
+      {"answer", answer_of(result)},
+      {"commit", result.is_object() ? cell(result.value("commit_oid", Json())) : "-"},
+      {"failed test", failed_test_of(result)},
       {"verification", verification.is_object()
                            ? cell(verification.value("decision", Json())) + ": " +
                                  cell(verification.value("reason", Json()))

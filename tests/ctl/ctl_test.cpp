@@ -548,5 +548,30 @@ TEST_F(CtlTest, TakesTheCommandLinesScriptsWrite) {
   EXPECT_EQ(cancels, 1) << watched.out;
 }
 
+// Given a returned task whose result holds an answer, a commit and a failed test, task show
+// should print them: the answer on one line, the commit, the failing command with its output.
+TEST_F(CtlTest, ShowsTheAnswerTheCommitAndTheFailedTest) {
+  create_task(tenant_task("ctl-shown", "acme"));
+  register_worker(agent(), "worker-capture", {"git.read"}, {"source_capture"}, 1);
+  const auto lease = claim_for("ctl-shown", "worker-capture");
+  const Json result = {{"output_text", "The layout is\nsrc/ and tests/"},
+                       {"commit_oid", std::string(40, 'a')},
+                       {"tests",
+                        {{{"label", "lint"}, {"passed", true}, {"exit_code", 0}, {"output", ""}},
+                         {{"label", "unit"},
+                          {"passed", false},
+                          {"exit_code", 1},
+                          {"output", "ok 1\nFAIL: test_x\n"}}}}};
+  require(agent().post("/v1/tasks/ctl-shown/result",
+                       taskapi_test::result_body(lease, lease.at("execution_digest"),
+                                                 "result-ctl-shown", result)),
+          201, "result");
+  const auto show = ctl({"task", "show", "ctl-shown"});
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr("answer        The layout is src/ and tests/\n"));
+  EXPECT_THAT(show.out, HasSubstr("commit        " + std::string(40, 'a') + "\n"));
+  EXPECT_THAT(show.out, HasSubstr("failed test   unit (exit 1): FAIL: test_x\n"));
+}
+
 }  // namespace
 }  // namespace aios::bridge_test
