@@ -125,6 +125,54 @@ def fail(text):
     sys.exit(1)
 
 
+PIDS = "pids"
+
+
+def stop_kept(state):
+    """--stop [STATE]: ends what a --keep run left running, by its state root's pids file (the
+    newest kept run under /tmp when no root is given). A pid whose process is no longer the
+    program the run started is left alone: the kernel may have given it to another."""
+    if state is None:
+        kept = sorted(Path("/tmp").glob(f"aios-quickstart-*/{PIDS}"), key=lambda p: p.stat().st_mtime)
+        if not kept:
+            fail("no kept quickstart run under /tmp: give its state root")
+        state = kept[-1].parent
+    pids = Path(state) / PIDS
+    if not pids.is_file():
+        fail(f"{state} holds no {PIDS} file: not a kept quickstart run, or it was stopped already")
+    entries = [line.split(" ", 2) for line in pids.read_text().splitlines() if line.strip()]
+    ours = []
+    for name, pid, program in reversed(entries):
+        if name == "postgresql":
+            continue
+        try:
+            running = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            print(f"  {name:<34} was not running")
+            continue
+        if running.removesuffix(" (deleted)") != os.path.realpath(program):
+            print(f"  {name:<34} pid {pid} is another program now: left alone")
+            continue
+        os.kill(int(pid), signal.SIGTERM)
+        ours.append((name, int(pid)))
+    for name, pid in ours:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)
+            print(f"  stopped {name:<26} (killed after 30 s)")
+        else:
+            print(f"  stopped {name}")
+    for name, _, directory in entries:
+        if name == "postgresql":
+            subprocess.run([str(ROOT / "scripts" / "postgres-for-tests"), "stop", directory],
+                           check=False)
+            print(f"  stopped PostgreSQL in {directory}")
+    pids.rename(pids.with_name(PIDS + ".stopped"))
+    print(f"the state stays in {state}")
+
+
 def canonical(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -159,6 +207,9 @@ class Suite:
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
         proc = subprocess.Popen(argv, stderr=log, stdout=log, env={**base, **(env or {})})
         self.procs.append((name, proc))
+        # What `--stop` reads to end a --keep run: name, pid and program, one process a line.
+        with open(self.state / PIDS, "a") as pids:
+            pids.write(f"{name} {proc.pid} {argv[0]}\n")
         if ready is None:
             return None
         deadline = time.monotonic() + 20
@@ -277,7 +328,11 @@ def seed_authority(state, files, who):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--keep", action="store_true", help="leave the suite running")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the suite running (--stop ends it)")
+    parser.add_argument("--stop", nargs="?", const="", metavar="STATE",
+                        help="stop what a --keep run left running (its state root; default: the "
+                             "newest under /tmp) and exit")
     parser.add_argument("--timeout", type=float, default=90, help="seconds per task")
     parser.add_argument("--openclaw-profile", type=Path, metavar="FILE",
                         help="run the openclaw task with this real runtime profile (for example "
@@ -296,6 +351,9 @@ def main():
     if args.targets:
         print("\n".join(BINARIES))
         return
+    if args.stop is not None:
+        stop_kept(args.stop or None)
+        return
     missing = [name for name, path in BINARIES.items() if not os.access(path, os.X_OK)]
     if missing:
         fail(f"not built: {', '.join(missing)} (in {BUILD_TREE}; "
@@ -312,8 +370,13 @@ def main():
             suite.stop()
             if server:
                 server.stop()
-        elif server:
-            print(f"PostgreSQL keeps running: scripts/postgres-for-tests stop {server.dir}")
+            if (state / PIDS).exists():
+                (state / PIDS).rename(state / (PIDS + ".stopped"))
+        else:
+            if server:
+                with open(state / PIDS, "a") as pids:
+                    pids.write(f"postgresql - {server.dir}\n")
+            print(f"\nthe suite keeps running; stop it with: scripts/quickstart --stop {state}")
         print(f"state, logs and (on SQLite) the audit database: {state} "
               "(task events: GET /v1/tasks/<id>/events)")
 
@@ -502,7 +565,9 @@ def run(args, state, suite, store):
           f"AIOS_TASK_EXECUTION_REBIND_URL=http://127.0.0.1:{rebind_ready['port']} "
           f"AIOS_AGENT_TASK_CONTROL_TOKEN_FILE={state / 'control.token'}")
     for command in ("tasks", "task show qs-deterministic", "task events qs-rebind",
-                    "task why qs-hermes", "workers", "events", "status", "watch"):
+                    "task why qs-hermes", "workers", "events", "status", "watch",
+                    f"doctor --state-dir {state} --profile-root {state / 'profiles'} "
+                    f"--executable-root /usr/bin"):
         print(f"  aiosctl {command}")
     if args.keep:
         print(f"\nthe suite keeps running: Task API {api.base} (dashboard {api.base}/ui/), "

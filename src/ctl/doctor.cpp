@@ -41,7 +41,8 @@ struct DoctorOptions {
                                         "/lib/systemd/system"};
 };
 
-enum class State { ok, warn, fail };
+// skip: the check found nothing of its kind here to look at; its fix says what makes it run.
+enum class State { ok, skip, warn, fail };
 
 struct Finding {
   std::string check;
@@ -184,11 +185,18 @@ class Doctor {
 
   void units() {
     if (!fs::exists("/run/systemd/system")) {
-      add("units", State::ok, "skipped: systemd is not the init system here");
+      add("units", State::skip, "systemd is not the init system here",
+          "run doctor on the host whose systemd runs the units");
+      return;
+    }
+    const auto files = unit_files();
+    if (files.empty()) {
+      add("units", State::skip, "no aios unit files here",
+          "--unit-dir DIR where the units are installed");
       return;
     }
     std::size_t checked = 0;
-    for (const auto& [unit, text] : unit_files()) {
+    for (const auto& [unit, text] : files) {
       const auto enabled = systemctl("is-enabled", unit);
       const auto active = systemctl("is-active", unit);
       if (active == "failed") {
@@ -207,8 +215,14 @@ class Doctor {
   void credentials() {
     static const std::regex kLoad(R"(^\s*(LoadCredential|LoadCredentialEncrypted)=([^:\s]+):(\S+))",
                                   std::regex::multiline);
+    const auto files = unit_files();
+    if (files.empty()) {
+      add("credentials", State::skip, "no unit files to read LoadCredential= from",
+          "--unit-dir DIR where the units are installed");
+      return;
+    }
     std::size_t checked = 0;
-    for (const auto& [unit, text] : unit_files()) {
+    for (const auto& [unit, text] : files) {
       for (auto it = std::sregex_iterator(text.begin(), text.end(), kLoad);
            it != std::sregex_iterator(); ++it) {
         const std::string kind = (*it)[1], name = (*it)[2], path = (*it)[3];
@@ -230,9 +244,11 @@ class Doctor {
   }
 
   void disk() {
+    bool checked = false;
     for (const auto& dir : o_.state_dirs) {
       struct statvfs info {};
       if (::statvfs(dir.c_str(), &info) != 0) continue;  // not on this host
+      checked = true;
       const auto free = static_cast<std::uintmax_t>(info.f_bavail) * info.f_frsize;
       const auto mib = std::to_string(free >> 20) + " MiB free under " + dir;
       if (free < kFailFreeBytes) {
@@ -243,6 +259,10 @@ class Doctor {
       } else {
         add("disk", State::ok, mib);
       }
+    }
+    if (!checked) {
+      add("disk", State::skip, "none of the state directories is on this host",
+          "--state-dir DIR of the store and the exchanges");
     }
   }
 
@@ -364,10 +384,12 @@ class Doctor {
     const fs::path root = o_.profile_root;
     std::vector<fs::path> roots(o_.executable_roots.begin(), o_.executable_roots.end());
     if (roots.empty()) roots = executor::default_executable_roots();
+    bool found = false;
     for (const char* runtime : {"hermes", "openclaw"}) {
       const auto file = root / (std::string(runtime) + ".json");
       struct stat info {};
       if (::lstat(file.c_str(), &info) != 0) continue;  // this host runs no such agent
+      found = true;
       const std::string check = std::string("profile ") + runtime;
       if (!S_ISREG(info.st_mode) || info.st_uid != 0 || (info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
         add(check, State::fail, file.string() + " is not a root-owned file only root writes",
@@ -384,6 +406,10 @@ class Doctor {
                 std::string(find_error(error.code()) ? find_error(error.code())->text : ""));
       }
     }
+    if (!found) {
+      add("profiles", State::skip, "no hermes.json or openclaw.json in " + root.string(),
+          "--profile-root DIR of the executor's profiles");
+    }
   }
 
   Context& c_;
@@ -395,6 +421,8 @@ const char* name_of(State state) {
   switch (state) {
     case State::ok:
       return "ok";
+    case State::skip:
+      return "skip";
     case State::warn:
       return "warn";
     case State::fail:

@@ -411,6 +411,16 @@ TEST_F(CtlTest, DoctorFindsWhatIsWrongAndSaysTheFix) {
   ASSERT_EQ(healthy.code, 0) << healthy.out << healthy.err;
   EXPECT_THAT(healthy.out, HasSubstr("agent CLI hermes"));
   EXPECT_THAT(healthy.out, HasSubstr("Python " + version));
+  // No unit files in --unit-dir: those checks say they were skipped and what runs them.
+  EXPECT_THAT(healthy.out, ::testing::ContainsRegex("units +skip .*--unit-dir DIR"));
+  const auto elsewhere = ctl({"--json", "doctor", "--profile-root", (host / "none").string(),
+                              "--state-dir", (host / "none").string()},
+                             "", rebind_url);
+  std::map<std::string, std::string> states;
+  for (const auto& finding : Json::parse(elsewhere.out))
+    states[finding.at("check")] = finding.at("state");
+  EXPECT_EQ(states["profiles"], "skip") << elsewhere.out;
+  EXPECT_EQ(states["disk"], "skip") << elsewhere.out;
   EXPECT_THAT(healthy.out, Not(HasSubstr("FAIL")));
 
   write_profile("0.0.1-never");
