@@ -68,7 +68,10 @@ async function main() {
   page.on("console", (message) => {
     // A refused token is a 401 the browser also logs; anything else (a CSP refusal above all)
     // is a defect of the page.
-    if (message.type() === "error" && !/status of 401/.test(message.text())) problems.push(`console: ${message.text()}`);
+    // So is the 404 of the task id the script makes up.
+    const asked = message.location().url || "";
+    const expected = /status of 401/.test(message.text()) || (/status of 404/.test(message.text()) && /[?&]task=no-such-task/.test(asked));
+    if (message.type() === "error" && !expected) problems.push(`console: ${message.text()} (${asked})`);
   });
 
   const first = await page.goto(`${config.base}/ui/`);
@@ -79,6 +82,8 @@ async function main() {
   check(headers["x-content-type-options"] === "nosniff", "X-Content-Type-Options: nosniff");
   check(await page.locator("script:not([src])").count() === 0, "no inline script in the page");
   say(`page loaded with CSP: ${csp}`);
+
+  check((await page.textContent("#login")).includes("/etc/aios-gitops/agent-task-control.token"), "the sign-in names the token file the package installs");
 
   // A wrong token is refused and shows nothing of the fleet.
   await page.fill("#token", "x".repeat(64));
@@ -135,6 +140,36 @@ async function main() {
   check(/PASS/.test(await page.textContent("#result")), "the verification decision shown");
   await page.screenshot({ path: path.join(config.screenshots, "task-succeeded-1280x800.png"), fullPage: true });
 
+  // A second task the owner fails: its verification drawn as a failure, not a success; then
+  // requeued, which the timeline shows.
+  const failing = {
+    ...config.task,
+    task_id: `${id}-fail`,
+    binding: { ...config.task.binding, task_id: `${id}-fail`, job_id: `job-${id}-fail`, target_branch: `agent/${id}-fail`, idempotency_key: `${id}-fail-v1` },
+  };
+  await api("POST", "/v1/tasks", failing);
+  await page.evaluate((taskId) => { location.hash = `#/task/${encodeURIComponent(taskId)}`; }, failing.task_id);
+  await until(page, `${failing.task_id} VERIFYING`, taskPageStatus, [failing.task_id, "VERIFYING"], 90);
+  const returned = await api("GET", `/v1/tasks/${failing.task_id}`);
+  await api("POST", `/v1/tasks/${failing.task_id}/verification`, { expected_revision: returned.revision, decision: "FAIL", reason: "wrong answer" });
+  await until(page, `${failing.task_id} FAILED`, taskPageStatus, [failing.task_id, "FAILED"]);
+  await until(page, "TASK_VERIFIED drawn as a failure", () => {
+    const item = document.querySelector('#timeline li[data-event="TASK_VERIFIED"]');
+    return item !== null && item.classList.contains("k-failed") && document.querySelector("#timeline svg circle.k-failed") !== null;
+  });
+  const failed = await api("GET", `/v1/tasks/${failing.task_id}`);
+  await api("POST", `/v1/tasks/${failing.task_id}/requeue`, { expected_revision: failed.revision, idempotency_key: `${failing.task_id}-requeue-1`, reason: "try again" });
+  await until(page, "TASK_REQUEUED on the timeline", () => document.querySelector('#timeline li[data-event="TASK_REQUEUED"].k-requeue') !== null, undefined, 60);
+
+  // A task id the scheduler does not know: said so, and the page stays until the operator moves.
+  await page.evaluate(() => { location.hash = "#/task/no-such-task"; });
+  await until(page, "no-such-task shown as missing", () => !document.getElementById("task").hidden && document.getElementById("task-title").textContent === "No task no-such-task");
+  await page.waitForTimeout(2500);
+  check(await page.locator("#overview").isHidden(), "a missing task's page is not replaced by the overview");
+  check((await page.textContent("#task-title")) === "No task no-such-task", "the missing task still named");
+  await page.evaluate((taskId) => { location.hash = `#/task/${encodeURIComponent(taskId)}`; }, id);
+  await until(page, `${id}'s page again`, taskPageStatus, [id, "SUCCEEDED"]);
+
   // Back to the overview: the task SUCCEEDED there too, and the charts counted its claim.
   await page.click("a.back");
   await until(page, `${id} SUCCEEDED in the newest tasks`, rowStatus, [id, "SUCCEEDED"]);
@@ -167,8 +202,9 @@ async function main() {
   }
   const polls = requests.filter((r) => new URL(r.url).pathname === "/v1/dashboard");
   const seconds = (polls[polls.length - 1].at - polls[0].at) / 1000;
-  // Each navigation (sign-in, the task's page, back) asks at once; otherwise one a second.
-  check(polls.length <= seconds + 4, `${polls.length} polls in ${seconds.toFixed(1)} s`);
+  // Each navigation (sign-in, the task's page, the failed task's, the missing one's, the task's
+  // again, back) asks at once; otherwise one a second.
+  check(polls.length <= seconds + 7, `${polls.length} polls in ${seconds.toFixed(1)} s`);
   check(problems.length === 0, `no page errors or console errors: ${problems.join(" | ")}`);
   say(`${requests.length} requests, all to ${config.base}; ${polls.length} polls in ${seconds.toFixed(1)} s`);
   await browser.close();

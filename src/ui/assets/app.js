@@ -25,6 +25,7 @@
     ["TASK_CLAIMED", "claim"],
     ["TASK_RESULT_SUBMITTED", "result"],
     ["TASK_VERIFIED", "verification"],
+    ["TASK_REQUEUED", "requeue"],
     ["TASK_EXECUTION_REBIND", "rebind"],
     ["TASK_RELEASED", "release"],
     ["TASK_LEASE_EXPIRED", "release"],
@@ -39,6 +40,7 @@
   let cursor = null;
   let events = [];
   let task = null; // {id, after, events, heartbeats}
+  let missing = null; // a task id the scheduler does not know, shown so until the operator navigates
   let skew = 0; // server clock minus this one, in ms
 
   const $ = (id) => document.getElementById(id);
@@ -332,7 +334,7 @@
         "tr",
         {},
         h("td", { title: event.created_at }, clock(event.created_at)),
-        h("td", {}, h("span", { class: `kind k-${kindOf(event.event_type)}` }, event.event_type)),
+        h("td", {}, h("span", { class: `kind k-${kindOf(event)}` }, event.event_type)),
         h("td", {}, taskLink(event.task_id)),
         h("td", {}, event.agent_id || ""),
       ),
@@ -342,8 +344,15 @@
 
   // --- a task's page
 
-  function kindOf(type) {
-    const found = EVENT_KINDS.find(([prefix]) => String(type).startsWith(prefix));
+  // An event's kind, which colours it; a verification by its decision (FAIL is no success).
+  function kindOf(event) {
+    const type = String(event.event_type);
+    if (type === "TASK_VERIFIED") {
+      const decision = (event.payload || {}).decision;
+      if (decision === "FAIL") return "failed";
+      if (decision === "NEEDS_REWORK") return "rework";
+    }
+    const found = EVENT_KINDS.find(([prefix]) => type.startsWith(prefix));
     return found ? found[1] : "other";
   }
 
@@ -405,7 +414,7 @@
     }
     taskEvents.forEach((event, index) => {
       const at = x(parseTime(event.created_at));
-      const kind = kindOf(event.event_type);
+      const kind = kindOf(event);
       marks.push(svg("circle", { class: `mark k-${kind}`, cx: at.toFixed(1), cy: 40, r: 6 }, svg("title", {}, `${event.event_type} ${event.created_at}`)));
       marks.push(
         svg("text", { class: "mark-label", x: at.toFixed(1), y: index % 2 ? 66 : 22, "text-anchor": "middle" }, kind),
@@ -419,10 +428,10 @@
     const items = taskEvents.map((event) =>
       h(
         "li",
-        { class: `k-${kindOf(event.event_type)}`, "data-event": event.event_type },
+        { class: `k-${kindOf(event)}`, "data-event": event.event_type },
         h("time", { datetime: event.created_at }, `${clock(event.created_at)} UTC`),
         " ",
-        h("span", { class: `kind k-${kindOf(event.event_type)}` }, event.event_type),
+        h("span", { class: `kind k-${kindOf(event)}` }, event.event_type),
         event.agent_id ? ` by ${event.agent_id}` : "",
         describe(event) ? h("span", { class: "detail" }, ` (${describe(event)})`) : "",
       ),
@@ -505,6 +514,15 @@
     }
   }
 
+  // The task page of an id the scheduler answered 404 for: said so, not swapped for the overview.
+  function drawMissing(id) {
+    show("task");
+    $("task-title").textContent = `No task ${id}`;
+    for (const part of ["task-facts", "timeline", "result", "eligibility"]) $(part).replaceChildren();
+    $("task-facts").append(h("p", { class: "missing", text: `The scheduler knows no task ${id} (404 TASK_NOT_FOUND): check the id, or go back to the overview.` }));
+    document.title = `No task ${id} - AIOS fleet`;
+  }
+
   function show(view) {
     $("login").hidden = view !== "login";
     $("overview").hidden = view !== "overview";
@@ -535,7 +553,8 @@
     if (!token) return;
     const mine = generation;
     const wanted = route();
-    if (!task || task.id !== wanted) task = wanted ? { id: wanted, after: 0, events: [], heartbeats: 0 } : null;
+    const asked = wanted === missing ? null : wanted;
+    if (!task || task.id !== asked) task = asked ? { id: asked, after: 0, events: [], heartbeats: 0 } : null;
     const query = new URLSearchParams({ recent: "30" });
     if (cursor !== null) query.set("after", String(cursor));
     if (task) {
@@ -568,10 +587,10 @@
     }
     if (!answer.ok) {
       if (task && body.error === "TASK_NOT_FOUND") {
-        location.hash = "#/";
-        setConnection(`No task ${task.id} (404 TASK_NOT_FOUND)`, "lost");
+        missing = task.id;
         task = null;
-        schedule(0);
+        drawMissing(missing);
+        schedule(POLL_MS);
         return;
       }
       failures += 1;
@@ -590,6 +609,10 @@
     events = events.concat(body.events || []).slice(-KEPT_EVENTS);
     $("service").textContent = `${body.service} ${body.version} on ${body.backend}${body.leader ? ", leading" : ", standby replica"}`;
     setConnection(`Live: updated ${clock(body.now)} UTC`, "live");
+    if (missing !== null && route() === missing) {
+      drawMissing(missing);
+      return;
+    }
     if (body.task && task) {
       task.events = task.events.concat(body.task.events || []);
       task.after = body.task.next_after;
@@ -629,6 +652,7 @@
     });
     $("sign-out").addEventListener("click", () => signOut("Signed out: the token is forgotten."));
     window.addEventListener("hashchange", () => {
+      missing = null;
       if (!token) return;
       generation += 1;
       $("main").focus();
