@@ -238,6 +238,9 @@ class TaskPlane {
   // (WORKER_CAPABILITY_NOT_GRANTED), its tenants inside its granted tenants
   // (WORKER_TENANT_NOT_GRANTED; none given: the agent's grant).
   nlohmann::json register_worker(const Agent& agent, const fleet::WorkerRegistration& worker);
+  // POST /v1/workers/{id}/stopped: the agent's worker stopped cleanly; it reads stopped (not
+  // online) and takes no dispatch until it registers again.
+  nlohmann::json worker_stopped(const Agent& agent, const std::string& worker_id);
   // Owner: the worker's view. WORKER_NOT_FOUND.
   nlohmann::json configure_worker(const std::string& worker_id,
                                   const fleet::WorkerConfiguration& configuration);

@@ -28,7 +28,7 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 15;
+inline constexpr int kSchemaVersion = 16;
 
 // Every status a task can be in, as rows and the API spell them.
 inline constexpr std::array<std::string_view, 6> kTaskStatuses = {
@@ -118,6 +118,7 @@ struct WorkerRecord {
   bool quarantined = false;
   std::int64_t used_slots = 0;  // active claims + live reservations
   std::int64_t probes = 0;      // claims taken since a circuit half-opened
+  double stopped_at = 0;        // when the worker said it stopped; 0 while it runs
 };
 
 // What an agent registers (or registers again) for one of its workers.
@@ -407,6 +408,9 @@ class Transaction {
   virtual void register_worker(const WorkerRegistration& registration) = 0;
   virtual void configure_worker(const WorkerCapacity& capacity) = 0;
   virtual void touch_worker(const std::string& worker_id, double now) = 0;
+  // The worker said it stopped (a clean shutdown): it reads stopped, not online, until it
+  // registers again.
+  virtual void mark_worker_stopped(const std::string& worker_id, double now) = 0;
   // One more consecutive failure; the circuit opens until `open_until` at `threshold`.
   virtual void note_worker_failure(const std::string& worker_id, double now, int threshold,
                                    double open_until) = 0;

@@ -277,13 +277,14 @@ std::string workers_view(const Json& fleet) {
                     cell(worker.value("circuit_state", Json())),
                     worker.value("quarantined", false) ? "yes" : "no",
                     cell(worker.value("failure_domain", Json())),
-                    worker.value("online", false) ? "yes" : "no",
+                    worker.value("stopped", false)  ? "stopped"
+                    : worker.value("online", false) ? "online"
+                                                    : "offline",
                     cell(worker.value("last_seen_at", Json()))});
   }
   if (rows.empty()) return "no workers\n";
   return table(
-      {"WORKER", "AGENT", "SLOTS", "CIRCUIT", "QUARANTINED", "DOMAIN", "ONLINE", "LAST SEEN"},
-      rows);
+      {"WORKER", "AGENT", "SLOTS", "CIRCUIT", "QUARANTINED", "DOMAIN", "STATE", "LAST SEEN"}, rows);
 }
 
 std::string fleet_view(const Json& fleet) {

@@ -104,7 +104,9 @@ std::vector<std::string> ineligibility_reasons(const WorkerState& worker,
   if (!worker.tenants.empty() && !contains(worker.tenants, tenant_of(task.scope_key))) {
     reasons.emplace_back("scope");
   }
-  if (now - worker.last_seen > static_cast<double>(options.worker_online_window.count())) {
+  if (worker.stopped_at != 0) {
+    reasons.emplace_back("stopped");
+  } else if (now - worker.last_seen > static_cast<double>(options.worker_online_window.count())) {
     reasons.emplace_back("offline");
   }
   if (worker.quarantined) reasons.emplace_back("worker_quarantined");
@@ -123,7 +125,7 @@ ErrorCode reason_code(const std::string& reason) {
   if (reason == "capability_missing") return ErrorCode::WORKER_CAPABILITY_MISSING;
   if (reason == "adapter_not_allowed") return ErrorCode::WORKER_ADAPTER_NOT_ALLOWED;
   if (reason == "scope") return ErrorCode::WORKER_SCOPE_DENY;
-  if (reason == "offline") return ErrorCode::WORKER_OFFLINE;
+  if (reason == "offline" || reason == "stopped") return ErrorCode::WORKER_OFFLINE;
   if (reason == "worker_quarantined") return ErrorCode::FLEET_WORKER_QUARANTINED;
   if (reason == "task_quarantined") return ErrorCode::FLEET_TASK_QUARANTINED;
   if (reason == "circuit_open") return ErrorCode::FLEET_WORKER_CIRCUIT_OPEN;

@@ -27,7 +27,10 @@ nlohmann::json worker_view(const fleet::WorkerState& worker, double now,
       {"consecutive_failures", worker.consecutive_failures},
       {"quarantined", worker.quarantined},
       {"online",
-       now - worker.last_seen <= static_cast<double>(options.worker_online_window.count())},
+       worker.stopped_at == 0 &&
+           now - worker.last_seen <= static_cast<double>(options.worker_online_window.count())},
+      // Ours: present once a worker has said it stopped, until it registers again.
+      {"stopped", worker.stopped_at != 0},
       {"last_seen_at", format_iso8601(TimePoint(std::chrono::microseconds(
                            static_cast<std::int64_t>(worker.last_seen * 1e6))))},
   };
@@ -186,6 +189,19 @@ nlohmann::json TaskPlane::register_worker(const Agent& agent,
     view = worker_view(*fleet::load_worker(tx, worker_id, now_s), now_s, options_);
   });
   queue_changed({.claims = 0, .worker_id = worker_id});
+  return view;
+}
+
+nlohmann::json TaskPlane::worker_stopped(const Agent& agent, const std::string& worker_id) {
+  const double now = to_epoch_seconds(store_.now());
+  nlohmann::json view;
+  store_.write([&](store::Transaction& tx) {
+    const auto owner = tx.worker_agent(worker_id);
+    if (!owner) fail(ErrorCode::WORKER_NOT_FOUND);
+    if (*owner != agent.agent_id) fail(ErrorCode::WORKER_AGENT_MISMATCH);
+    tx.mark_worker_stopped(worker_id, now);
+    view = worker_view(*fleet::load_worker(tx, worker_id, now), now, options_);
+  });
   return view;
 }
 

@@ -17,7 +17,8 @@ inline constexpr const char* kWorkerSelect =
     "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
     "   AND d.state='RESERVED' AND d.reserved_until>$1), "
     "(SELECT COUNT(*) FROM fleet_dispatches d WHERE d.worker_id=w.worker_id "
-    "   AND d.state='CLAIMED' AND d.created_at>=COALESCE(c.circuit_open_until, 0)) "
+    "   AND d.state='CLAIMED' AND d.created_at>=COALESCE(c.circuit_open_until, 0)), "
+    "w.stopped_at "
     "FROM workers w LEFT JOIN fleet_worker_capacity c ON c.worker_id=w.worker_id";
 
 // The tasks of $1 (status; any when '') and $2 (tenant: its own scope and its projects'; any

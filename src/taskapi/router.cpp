@@ -373,6 +373,11 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     return ok(plane_.register_worker(
         caller, fleet::worker_registration_of(http::json_object_body(request))));
   }
+  if (parts[1] == "workers" && n == 4 && parts[3] == "stopped" && method == "POST") {
+    route_name = "workers_stopped";
+    const Agent& caller = need_agent();
+    return ok(plane_.worker_stopped(caller, std::string(parts[2])));
+  }
   if (parts[1] == "fleet") {
     if (n == 2 && method == "GET") {
       route_name = "fleet";

@@ -115,6 +115,13 @@ class Worker::Impl {
     }
     serve_slot(stop);
     slots.clear();
+    // Said, so the fleet reads this worker stopped rather than online for its next 90 s; one
+    // that cannot say it reads offline once its last contact is that old.
+    try {
+      api_.require("POST", "/v1/workers/" + worker_id_ + "/stopped", nullptr);
+    } catch (const Error& error) {
+      log::warn("WORKER_STOP_UNREPORTED", {{"worker_id", worker_id_}, {"error", error.code()}});
+    }
     log::info("WORKER_STOPPED", {{"worker_id", worker_id_}});
   }
 

@@ -238,6 +238,18 @@ TEST_P(StoreConformance, AWorkerLoadsWithTheListsAndLabelsItWasGiven) {
   });
   EXPECT_EQ(found->max_slots, 3);
   EXPECT_EQ(found->labels, (store::Labels{{"rack", "r2"}}));
+  // A worker that said it stopped reads so until it registers again.
+  EXPECT_EQ(found->stopped_at, 0);
+  store_->write([&](store::Transaction& tx) {
+    tx.mark_worker_stopped("worker-a", 92.5);
+    found = tx.load_worker("worker-a", 93);
+  });
+  EXPECT_EQ(found->stopped_at, 92.5);
+  store_->write([&](store::Transaction& tx) {
+    tx.register_worker(registration);
+    found = tx.load_worker("worker-a", 94);
+  });
+  EXPECT_EQ(found->stopped_at, 0);
 }
 
 // Given tasks of a tenant, of its project, of another tenant and global ones, a listing by

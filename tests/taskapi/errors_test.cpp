@@ -315,6 +315,10 @@ class ErrorTableTest : public SchedulerTest {
          dump({{"worker_id", "w-ghost"}}), 404, "WORKER_NOT_FOUND"},
         {"configure an unknown worker", Who::kOwner, "PUT", "/v1/fleet/workers/w-ghost",
          dump({{"max_slots", 2}}), 404, "WORKER_NOT_FOUND"},
+        {"an unknown worker says it stopped", Who::kAgentA, "POST", "/v1/workers/w-ghost/stopped",
+         "", 404, "WORKER_NOT_FOUND"},
+        {"the owner says a worker stopped", Who::kOwner, "POST", "/v1/workers/w-main/stopped", "",
+         403, "FORBIDDEN"},
     };
   }
   // Stale views.
@@ -389,6 +393,8 @@ class ErrorTableTest : public SchedulerTest {
          "WORKER_AGENT_MISMATCH"},
         {"poll through another agent's worker", Who::kAgentB, "POST", "/v1/tasks/poll",
          dump({{"worker_id", "w-main"}}), 403, "WORKER_AGENT_MISMATCH"},
+        {"another agent's worker said stopped", Who::kAgentB, "POST", "/v1/workers/w-main/stopped",
+         "", 403, "WORKER_AGENT_MISMATCH"},
         {"existing agent id", Who::kOwner, "POST", "/v1/agents",
          dump({{"agent_id", "agent-alpha"}, {"granted_capabilities", {"agent.runtime.hermes"}}}),
          409, "AGENT_ALREADY_EXISTS"},

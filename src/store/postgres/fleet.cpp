@@ -26,6 +26,7 @@ WorkerRecord worker_row(const Rows& rows, int at) {
   worker.quarantined = rows.integer(at, 12) != 0;
   worker.used_slots = rows.integer(at, 13);
   worker.probes = rows.integer(at, 14);
+  worker.stopped_at = rows.real(at, 15);
   return worker;
 }
 
@@ -178,7 +179,7 @@ void PgTransaction::register_worker(const WorkerRegistration& registration) {
       "labels_json,tenants_json,registered_at,last_seen_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8) "
       "ON CONFLICT(worker_id) DO UPDATE SET capabilities_json=excluded.capabilities_json, "
       "allowed_adapters_json=excluded.allowed_adapters_json, labels_json=excluded.labels_json, "
-      "tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at",
+      "tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at, stopped_at=0",
       pg::Params()
           .text(registration.worker_id)
           .text(registration.agent_id)
@@ -217,6 +218,11 @@ void PgTransaction::configure_worker(const WorkerCapacity& capacity) {
 void PgTransaction::touch_worker(const std::string& worker_id, double now) {
   db_.send("UPDATE workers SET last_seen_at=$1 WHERE worker_id=$2",
            pg::Params().real(now).text(worker_id));
+}
+
+void PgTransaction::mark_worker_stopped(const std::string& worker_id, double now) {
+  db_.run("UPDATE workers SET stopped_at=$1 WHERE worker_id=$2",
+          pg::Params().real(now).text(worker_id));
 }
 
 void PgTransaction::note_worker_failure(const std::string& worker_id, double now, int threshold,

@@ -317,8 +317,13 @@ inline constexpr std::string_view kTaskRequeues15 = R"sql(
 ALTER TABLE tasks ADD COLUMN IF NOT EXISTS requeues BIGINT NOT NULL DEFAULT 0;
 )sql";
 
+// When a worker said it stopped (POST /v1/workers/{id}/stopped); 0 while it runs.
+inline constexpr std::string_view kWorkerStopped16 = R"sql(
+ALTER TABLE workers ADD COLUMN IF NOT EXISTS stopped_at DOUBLE PRECISION NOT NULL DEFAULT 0;
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 10> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 11> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                            {7, {kAgentCertificates7}},
                                                            {8, {kTasksBySeq8}},
                                                            {9, {kQuarantineByUntil9}},
@@ -327,7 +332,8 @@ inline constexpr std::array<Migration, 10> kMigrations = {{{6, {kSchema6, kCreat
                                                            {12, {kScopeDispatchShards12}},
                                                            {13, {kPartialTaskIndexes13}},
                                                            {14, {kTaskBodiesOutOfLine14}},
-                                                           {15, {kTaskRequeues15}}}};
+                                                           {15, {kTaskRequeues15}},
+                                                           {16, {kWorkerStopped16}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

@@ -96,6 +96,7 @@ class PgTransaction final : public Transaction {
   void register_worker(const WorkerRegistration& registration) override;
   void configure_worker(const WorkerCapacity& capacity) override;
   void touch_worker(const std::string& worker_id, double now) override;
+  void mark_worker_stopped(const std::string& worker_id, double now) override;
   void note_worker_failure(const std::string& worker_id, double now, int threshold,
                            double open_until) override;
   void note_worker_success(const std::string& worker_id, double now) override;

@@ -32,6 +32,7 @@ WorkerRecord read_worker(SQLite::Statement& query) {
   worker.quarantined = query.getColumn(12).getInt() != 0;
   worker.used_slots = query.getColumn(13).getInt64();
   worker.probes = query.getColumn(14).getInt64();
+  worker.stopped_at = query.getColumn(15).getDouble();
   return worker;
 }
 
@@ -140,7 +141,7 @@ void SqliteTransaction::register_worker(const WorkerRegistration& registration) 
       "labels_json,tenants_json,registered_at,last_seen_at) VALUES (?,?,?,?,?,?,?,?) "
       "ON CONFLICT(worker_id) DO UPDATE SET capabilities_json=excluded.capabilities_json, "
       "allowed_adapters_json=excluded.allowed_adapters_json, labels_json=excluded.labels_json,"
-      " tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at");
+      " tenants_json=excluded.tenants_json, last_seen_at=excluded.last_seen_at, stopped_at=0");
   upsert->bind(1, registration.worker_id);
   upsert->bind(2, registration.agent_id);
   const auto labels = labels_text(registration.labels);
@@ -180,6 +181,13 @@ void SqliteTransaction::configure_worker(const WorkerCapacity& capacity) {
 
 void SqliteTransaction::touch_worker(const std::string& worker_id, double now) {
   Prepared update(db_, "UPDATE workers SET last_seen_at=? WHERE worker_id=?");
+  update->bind(1, now);
+  update->bind(2, worker_id);
+  update->exec();
+}
+
+void SqliteTransaction::mark_worker_stopped(const std::string& worker_id, double now) {
+  Prepared update(db_, "UPDATE workers SET stopped_at=? WHERE worker_id=?");
   update->bind(1, now);
   update->bind(2, worker_id);
   update->exec();

@@ -313,6 +313,8 @@ END;
     // A requeued task's generation (POST /v1/tasks/{id}/requeue): an agent's exchange request
     // id carries it, so the run of a new generation is a new run.
     {15, "ALTER TABLE tasks ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;"},
+    // When a worker said it stopped (POST /v1/workers/{id}/stopped); 0 while it runs.
+    {16, "ALTER TABLE workers ADD COLUMN stopped_at REAL NOT NULL DEFAULT 0;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);

@@ -13,6 +13,7 @@
     adapter_not_allowed: "adapter not allowed",
     scope: "does not serve the tenant",
     offline: "offline",
+    stopped: "stopped (said so when it shut down)",
     worker_quarantined: "worker quarantined",
     task_quarantined: "task quarantined on this worker",
     circuit_open: "circuit open",
@@ -273,7 +274,8 @@
   function workerState(worker) {
     const states = [];
     if (worker.quarantined) states.push(h("span", { class: "badge s-quarantined" }, "QUARANTINED"));
-    states.push(h("span", { class: `badge ${worker.online ? "s-online" : "s-offline"}` }, worker.online ? "online" : "offline"));
+    const state = worker.stopped ? "stopped" : worker.online ? "online" : "offline";
+    states.push(h("span", { class: `badge ${worker.online ? "s-online" : "s-offline"}` }, state));
     return states;
   }
 
