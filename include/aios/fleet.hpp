@@ -7,6 +7,7 @@
 // Every public call is one store::Store transaction that commits the transition with its
 // task_events row, or throws aios::Error and changes nothing. Thread-safe.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -405,6 +406,9 @@ class TaskPlane {
 
   // Task counts by status, for /metrics.
   std::vector<std::pair<std::string, std::int64_t>> status_counts();
+  // Queued tasks a claim passed over because their envelope did not resolve, once per task
+  // revision (as TASK_ENVELOPE_UNRESOLVED is recorded), since this scheduler started.
+  std::uint64_t envelopes_unresolved() const { return envelopes_unresolved_.load(); }
 
   // Records a worker failure or success directly (circuit breaker), as the seed's scheduler
   // exposes them; `threshold` overrides the configured one when positive.
@@ -427,6 +431,7 @@ class TaskPlane {
   static constexpr std::size_t kMaxUnresolvedLogged = 1024;
   std::mutex unresolved_mutex_;
   std::set<std::pair<std::string, std::int64_t>> unresolved_logged_;
+  std::atomic<std::uint64_t> envelopes_unresolved_{0};
 
   // What a new claim is given: the time it is made and its secrets.
   struct ClaimGrant {

@@ -54,9 +54,10 @@ class TaskApiMetrics {
   bool leader() const { return leader_; }
 
   // The exposition text, with `task_counts` as the aios_tasks gauge.
-  // `claims_waiting`: the claim-next calls waiting now (ClaimWaiters::waiting).
+  // `claims_waiting`: the claim-next calls waiting now (ClaimWaiters::waiting);
+  // `envelopes_unresolved`: TaskPlane::envelopes_unresolved.
   std::string render(const std::vector<std::pair<std::string, std::int64_t>>& task_counts,
-                     std::size_t claims_waiting);
+                     std::size_t claims_waiting, std::uint64_t envelopes_unresolved);
   // The same counters as JSON for the dashboard, with "history": what each of the last
   // kHistory slots of kSlotSeconds added to them ({at: the slot's start in epoch seconds,
   // claims, results, requests, latency_seconds_sum}; requests answered at once), oldest first,

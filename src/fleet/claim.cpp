@@ -267,6 +267,7 @@ void TaskPlane::note_unresolved(const store::TaskRow& row, const std::string& wo
     if (unresolved_logged_.size() >= kMaxUnresolvedLogged) unresolved_logged_.clear();
     if (!unresolved_logged_.emplace(row.task_id, row.revision).second) return;
   }
+  envelopes_unresolved_.fetch_add(1);
   log::warn("TASK_ENVELOPE_UNRESOLVED",
             {{"task_id", row.task_id}, {"worker_id", worker_id}, {"error", error.code()}});
 }

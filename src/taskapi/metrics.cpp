@@ -78,7 +78,7 @@ void TaskApiMetrics::observe(const std::string& route, int status, std::chrono::
 
 std::string TaskApiMetrics::render(
     const std::vector<std::pair<std::string, std::int64_t>>& task_counts,
-    std::size_t claims_waiting) {
+    std::size_t claims_waiting, std::uint64_t envelopes_unresolved) {
   std::ostringstream out;
   out << "# HELP aios_tasks Tasks by status.\n# TYPE aios_tasks gauge\n";
   for (const auto& [status, count] : task_counts) {
@@ -91,6 +91,10 @@ std::string TaskApiMetrics::render(
       << "# HELP aios_claim_wakeups_empty_total Tries of waiting claim-next calls that claimed "
          "nothing.\n# TYPE aios_claim_wakeups_empty_total counter\naios_claim_wakeups_empty_total "
       << empty_wakeups_.load() << '\n'
+      << "# HELP aios_envelopes_unresolved_total Queued tasks a claim passed over because their "
+         "envelope did not resolve (once per task revision).\n"
+      << "# TYPE aios_envelopes_unresolved_total counter\naios_envelopes_unresolved_total "
+      << envelopes_unresolved << '\n'
       << "# HELP aios_claims_waiting claim-next calls waiting for a task now.\n"
       << "# TYPE aios_claims_waiting gauge\naios_claims_waiting " << claims_waiting << '\n'
       << "# HELP aios_lease_expiries_total Leases returned by the sweeper.\n"

@@ -321,7 +321,8 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
     }
     http::Response response;
     response.content_type = "text/plain; version=0.0.4";
-    response.body = metrics_.render(plane_.status_counts(), waiters_.waiting());
+    response.body =
+        metrics_.render(plane_.status_counts(), waiters_.waiting(), plane_.envelopes_unresolved());
     return response;
   }
   if (n >= 1 && parts[0] == "ui" && method == "GET") {

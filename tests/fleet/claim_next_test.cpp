@@ -162,6 +162,11 @@ TEST_F(ClaimNextTest, AResolvedEnvelopeComesWithTheClaimAndAnUnresolvedTaskIsPas
   EXPECT_EQ(view("resolve-head")["status"], "QUEUED");
   EXPECT_EQ(view("resolve-head")["revision"], 1);
   EXPECT_EQ(unresolved_codes("resolve-head"), (std::vector<std::string>{"CHANGE_PATH_INVALID"}));
+  // /metrics counts it once however often a claim passes it over at this revision.
+  EXPECT_EQ(resolving_.envelopes_unresolved(), 1U);
+  resolving_.claim_next(agent_, "worker-next");
+  EXPECT_EQ(resolving_.envelopes_unresolved(), 1U);
+  EXPECT_EQ(unresolved_codes("resolve-head"), (std::vector<std::string>{"CHANGE_PATH_INVALID"}));
   // A plane without a resolver reads no plan and claims without an envelope.
   const auto plain = plane_.claim_next(agent_, "worker-next");
   ASSERT_TRUE(plain.has_value());

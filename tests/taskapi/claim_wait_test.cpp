@@ -158,7 +158,7 @@ TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
 
 // The tries of waiting claims that claimed nothing, as /metrics reports them.
 std::string empty_wakeups(TaskApiMetrics& metrics) {
-  const std::string text = metrics.render({}, 0);
+  const std::string text = metrics.render({}, 0, 0);
   const std::string name = "\naios_claim_wakeups_empty_total ";
   const auto at = text.find(name);
   if (at == std::string::npos) return "absent";
