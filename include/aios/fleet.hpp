@@ -215,6 +215,9 @@ class TaskPlane {
   // Owner: {agent_id, granted_capabilities, granted_tenants, client_certificate} and the token.
   // The token is returned only here; the store keeps its SHA-256. AGENT_ALREADY_EXISTS.
   nlohmann::json create_agent(const fleet::AgentGrant& grant);
+  // GET /v1/agents: every agent (revoked ones with their revoked_at), its grant, certificate
+  // binding and workers; never a token or its digest.
+  nlohmann::json agents();
   // Owner: records the client certificate the agent must present from now on (none: none).
   // AGENT_NOT_FOUND. {agent_id, client_certificate}.
   nlohmann::json bind_agent_certificate(const std::string& agent_id,

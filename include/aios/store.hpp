@@ -385,6 +385,9 @@ class Transaction {
   virtual void insert_agent(const AgentRecord& agent) = 0;
   // The unrevoked agent whose token has this SHA-256.
   virtual std::optional<AgentRecord> live_agent_by_token(const std::string& token_sha256) = 0;
+  // Every agent (revoked ones too) in id order, each with its revocation time ("" while live);
+  // their token_sha256 left empty: a listing never carries it.
+  virtual std::vector<std::pair<AgentRecord, std::string>> agents() = 0;
   // Revokes the agent's token (a second revocation keeps the first time); the revocation time.
   virtual std::string revoke_agent(const std::string& agent_id, const std::string& now) = 0;
   // A new token, and the agent no longer revoked.

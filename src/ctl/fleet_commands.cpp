@@ -28,8 +28,16 @@ Json binding_of(const AgentOptions& o) {
 }
 
 void add_agents(CLI::App& app, Action& action, const SharedAgentOptions& o) {
-  auto* agents = app.add_subcommand("agents", "Agents: create, revoke, rotate, certificate");
+  auto* agents = app.add_subcommand("agents", "Agents: list, create, revoke, rotate, certificate");
   agents->require_subcommand(1);
+  agents->add_subcommand("list", "Every agent: its grant, workers, certificate, revoked or not")
+      ->callback([&action] {
+        action = [](Context& c) {
+          const auto answer = c.client.get(Service::kApi, "/v1/agents");
+          c.show(answer, [&] { return agents_view(answer); });
+          return kDone;
+        };
+      });
   const auto with_certificate = [o](CLI::App* command) {
     command->add_option("--certificate-uri", o->certificate_uri,
                         "The client certificate its workers present: a subjectAltName URI");

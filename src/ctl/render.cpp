@@ -287,6 +287,21 @@ std::string workers_view(const Json& fleet) {
       {"WORKER", "AGENT", "SLOTS", "CIRCUIT", "QUARANTINED", "DOMAIN", "STATE", "LAST SEEN"}, rows);
 }
 
+std::string agents_view(const Json& answer) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& agent : answer.value("agents", Json::array())) {
+    const auto revoked = agent.value("revoked_at", Json());
+    rows.push_back({cell(agent.value("agent_id", Json())),
+                    join(agent.value("granted_capabilities", Json::array())),
+                    join(agent.value("granted_tenants", Json::array())),
+                    join(agent.value("workers", Json::array())),
+                    agent.value("client_certificate", Json()).is_null() ? "-" : "bound",
+                    revoked.is_null() ? "live" : "revoked " + cell(revoked)});
+  }
+  if (rows.empty()) return "no agents\n";
+  return table({"AGENT", "CAPABILITIES", "TENANTS", "WORKERS", "CERTIFICATE", "STATE"}, rows);
+}
+
 std::string fleet_view(const Json& fleet) {
   std::ostringstream out;
   out << workers_view(fleet);

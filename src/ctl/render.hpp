@@ -27,6 +27,8 @@ std::string eligibility_view(const nlohmann::json& answer);
 // GET /v1/fleet: the workers only, or with the task quarantines and the scopes.
 std::string workers_view(const nlohmann::json& fleet);
 std::string fleet_view(const nlohmann::json& fleet);
+// GET /v1/agents.
+std::string agents_view(const nlohmann::json& answer);
 // GET /v1/status.
 std::string status_view(const nlohmann::json& status);
 

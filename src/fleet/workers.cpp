@@ -77,6 +77,24 @@ nlohmann::json TaskPlane::create_agent(const fleet::AgentGrant& grant) {
           {"token", token}};
 }
 
+nlohmann::json TaskPlane::agents() {
+  nlohmann::json listed = nlohmann::json::array();
+  store_.read([&](store::Transaction& tx) {
+    for (const auto& [agent, revoked_at] : tx.agents()) {
+      nlohmann::json workers = tx.workers_of_agent(agent.agent_id);
+      listed.push_back(
+          {{"agent_id", agent.agent_id},
+           {"granted_capabilities", agent.granted_capabilities},
+           {"granted_tenants", agent.granted_tenants},
+           {"client_certificate", binding_view({agent.certificate_uri, agent.certificate_sha256})},
+           {"created_at", agent.created_at},
+           {"revoked_at", revoked_at.empty() ? nlohmann::json() : nlohmann::json(revoked_at)},
+           {"workers", std::move(workers)}});
+    }
+  });
+  return {{"agents", std::move(listed)}};
+}
+
 nlohmann::json TaskPlane::bind_agent_certificate(const std::string& agent_id,
                                                  const fleet::CertificateBinding& binding) {
   store_.write([&](store::Transaction& tx) {

@@ -348,6 +348,11 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
   };
   const Agent* reader = owner ? nullptr : &*agent;
 
+  if (parts[1] == "agents" && n == 2 && method == "GET") {
+    route_name = "agents_list";
+    need_owner();
+    return ok(plane_.agents());
+  }
   if (parts[1] == "agents" && n == 2 && method == "POST") {
     route_name = "agents";
     need_owner();

@@ -197,8 +197,14 @@ TEST_F(CtlTest, CreatesTasksPlansAndAgents) {
   ASSERT_EQ(rotated.code, 0) << rotated.err;
   EXPECT_THAT(rotated.out, HasSubstr("new token aios_"));
   EXPECT_EQ(as_agent.get("/v1/tasks/ctl-created").status, 401);  // the old token is gone
+  const auto listed = ctl({"agents", "list"});
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_THAT(listed.out, ::testing::ContainsRegex("agent-ctl +git.read +acme +w-ctl +- +live"));
   EXPECT_EQ(ctl({"agents", "revoke", "agent-ctl"}).code, 0);
   EXPECT_EQ(ctl({"agents", "revoke", "agent-none"}).code, ctl::kNotFound);
+  EXPECT_THAT(ctl({"agents", "list"}).out, ::testing::ContainsRegex("agent-ctl .* revoked 20"));
+  const auto json_list = Json::parse(ctl({"agents", "list", "--json"}).out);
+  EXPECT_EQ(json_list.dump().find("token"), std::string::npos) << "no token nor its digest";
 }
 
 // Given a fleet at work, we should show its workers, the fleet-wide events, the store's status

@@ -200,6 +200,15 @@ TEST_P(StoreConformance, AnAgentKeepsItsGrantAndCertificateBinding) {
       [&](store::Transaction& tx) { tx.revoke_agent("agent-a", "2026-12-05T00:00:01Z"); });
   store_->read([&](store::Transaction& tx) { found = tx.live_agent_by_token(agent.token_sha256); });
   EXPECT_FALSE(found.has_value());
+  // The listing keeps the revoked agent, with its time and without its token's digest.
+  std::vector<std::pair<store::AgentRecord, std::string>> listed;
+  store_->read([&](store::Transaction& tx) { listed = tx.agents(); });
+  ASSERT_EQ(listed.size(), 1U);
+  EXPECT_EQ(listed[0].first.agent_id, "agent-a");
+  EXPECT_EQ(listed[0].first.token_sha256, "");
+  EXPECT_EQ(listed[0].first.granted_capabilities, agent.granted_capabilities);
+  EXPECT_EQ(listed[0].first.certificate_sha256, std::string(64, 'f'));
+  EXPECT_EQ(listed[0].second, "2026-12-05T00:00:01Z");
 }
 
 // Given a worker registered with lists and labels, then its labels configured, we should load

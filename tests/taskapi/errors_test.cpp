@@ -242,6 +242,7 @@ class ErrorTableTest : public SchedulerTest {
         {"unknown lease_token_", Who::kStranger, "POST", "/v1/tasks", hermes, 401, "UNAUTHORIZED"},
         {"agent creates a task", Who::kAgentA, "POST", "/v1/tasks", hermes, 403, "FORBIDDEN"},
         {"agent lists tasks", Who::kAgentA, "GET", "/v1/tasks", "", 403, "FORBIDDEN"},
+        {"agent lists agents", Who::kAgentA, "GET", "/v1/agents", "", 403, "FORBIDDEN"},
         {"agent creates an agent", Who::kAgentA, "POST", "/v1/agents",
          dump({{"agent_id", "agent-gamma"}, {"granted_capabilities", {"git.read"}}}), 403,
          "FORBIDDEN"},

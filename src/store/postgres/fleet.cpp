@@ -83,6 +83,22 @@ std::optional<AgentRecord> PgTransaction::live_agent_by_token(const std::string&
                      rows.text(0, 6)};
 }
 
+std::vector<std::pair<AgentRecord, std::string>> PgTransaction::agents() {
+  const auto rows = db_.run(
+      "SELECT agent_id, granted_capabilities_json, granted_tenants_json, created_at, "
+      "certificate_uri, certificate_sha256, COALESCE(revoked_at, '') FROM agents "
+      "ORDER BY agent_id",
+      pg::Params());
+  std::vector<std::pair<AgentRecord, std::string>> out;
+  for (int at = 0; at < rows.size(); ++at) {
+    out.push_back(
+        {AgentRecord{rows.text(at, 0), "", names_of(rows.text(at, 1)), names_of(rows.text(at, 2)),
+                     rows.text(at, 3), rows.text(at, 4), rows.text(at, 5)},
+         rows.text(at, 6)});
+  }
+  return out;
+}
+
 void PgTransaction::set_agent_certificate(const std::string& agent_id, const std::string& uri,
                                           const std::string& sha256) {
   db_.run("UPDATE agents SET certificate_uri=$1, certificate_sha256=$2 WHERE agent_id=$3",

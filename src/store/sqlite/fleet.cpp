@@ -75,6 +75,22 @@ std::optional<AgentRecord> SqliteTransaction::live_agent_by_token(const std::str
                      worker_text(query->getColumn(6))};
 }
 
+std::vector<std::pair<AgentRecord, std::string>> SqliteTransaction::agents() {
+  Prepared query(db_,
+                 "SELECT agent_id, granted_capabilities_json, granted_tenants_json, created_at, "
+                 "certificate_uri, certificate_sha256, revoked_at FROM agents ORDER BY agent_id");
+  std::vector<std::pair<AgentRecord, std::string>> out;
+  while (query->executeStep()) {
+    out.push_back(
+        {AgentRecord{query->getColumn(0).getString(), "",
+                     names_of(worker_text(query->getColumn(1))),
+                     names_of(worker_text(query->getColumn(2))), worker_text(query->getColumn(3)),
+                     worker_text(query->getColumn(4)), worker_text(query->getColumn(5))},
+         worker_text(query->getColumn(6))});
+  }
+  return out;
+}
+
 void SqliteTransaction::set_agent_certificate(const std::string& agent_id, const std::string& uri,
                                               const std::string& sha256) {
   Prepared bind(db_, "UPDATE agents SET certificate_uri=?, certificate_sha256=? WHERE agent_id=?");

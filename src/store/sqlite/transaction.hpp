@@ -48,6 +48,7 @@ class SqliteTransaction final : public Transaction {
   bool agent_exists(const std::string& agent_id) override;
   void insert_agent(const AgentRecord& agent) override;
   std::optional<AgentRecord> live_agent_by_token(const std::string& token_sha256) override;
+  std::vector<std::pair<AgentRecord, std::string>> agents() override;
   void set_agent_certificate(const std::string& agent_id, const std::string& uri,
                              const std::string& sha256) override;
   std::string revoke_agent(const std::string& agent_id, const std::string& now) override;
