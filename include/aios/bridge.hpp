@@ -58,6 +58,11 @@ class Bridge final {
   // Owner: {task_id, change_set, verification[, governance][, capability_scope]} registers the
   // task's deterministic plan. {201 new | 200 same plan again, plan view}.
   std::pair<int, nlohmann::json> register_plan(const nlohmann::json& body);
+  // Owner: GET /v2/plans?after=<task id>&limit=N: {plans: [{task_id, plan_sha256,
+  // execution_digest, created_at, changes}], next_after}; GET /v2/plans/{task_id}: one plan
+  // with its stored request as `plan`. TASK_NOT_FOUND for a task without a plan.
+  nlohmann::json plans(const std::string& after_task_id, std::size_t limit);
+  nlohmann::json plan(const std::string& task_id);
 
   // Owner (agent == nullptr) or agent: {task_id, required_capabilities[, execution]} -> the
   // canonical envelope for the task's binding. An agent only for a task one of its workers

@@ -454,6 +454,10 @@ class Transaction {
   // --- the Bridge: plans, writer leases, commit receipts
   virtual std::optional<PlanRecord> load_plan(const std::string& task_id) = 0;
   virtual void insert_plan(const PlanRecord& plan) = 0;
+  // At most `limit` plans of tasks whose ids sort after `after_task_id` ("" for the first), in
+  // task id order.
+  virtual std::vector<PlanRecord> plans_after(const std::string& after_task_id,
+                                              std::size_t limit) = 0;
   // The open writer leases of `branch`.
   virtual std::vector<WriterLease> open_writer_leases(const std::string& branch) = 0;
   // True when `writer_lease_id` is open and was taken by `claim_id` of `task_id`.

@@ -39,6 +39,40 @@ nlohmann::json default_scope(const store::TaskRow& row) {
 }  // namespace
 }  // namespace bridge
 
+namespace {
+
+nlohmann::json plan_summary(const store::PlanRecord& plan, const nlohmann::json& request) {
+  return {{"task_id", plan.task_id},
+          {"plan_sha256", plan.plan_sha256},
+          {"execution_digest", plan.execution_digest},
+          {"created_at", plan.created_at},
+          {"changes", request.value("change_set", envelope::kEmptyArray).size()}};
+}
+
+}  // namespace
+
+nlohmann::json Bridge::plans(const std::string& after_task_id, std::size_t limit) {
+  std::vector<store::PlanRecord> found;
+  store_.read([&](store::Transaction& tx) { found = tx.plans_after(after_task_id, limit); });
+  nlohmann::json listed = nlohmann::json::array();
+  for (const auto& plan : found) {
+    listed.push_back(
+        plan_summary(plan, task::parse_column(plan.plan_json, envelope::kEmptyObject)));
+  }
+  return {{"plans", std::move(listed)},
+          {"next_after", found.empty() ? after_task_id : found.back().task_id}};
+}
+
+nlohmann::json Bridge::plan(const std::string& task_id) {
+  std::optional<store::PlanRecord> found;
+  store_.read([&](store::Transaction& tx) { found = tx.load_plan(task_id); });
+  if (!found) envelope::fail(ErrorCode::TASK_NOT_FOUND);
+  const auto request = task::parse_column(found->plan_json, envelope::kEmptyObject);
+  auto view = plan_summary(*found, request);
+  view["plan"] = request;
+  return view;
+}
+
 std::pair<int, nlohmann::json> Bridge::register_plan(const nlohmann::json& body) {
   envelope::require_known_keys(
       body, {"task_id", "change_set", "verification", "governance", "capability_scope"},

@@ -3,6 +3,7 @@
 #include "aios/bridge.hpp"
 #include "aios/envelope.hpp"
 #include "aios/log.hpp"
+#include "taskapi/query.hpp"
 
 namespace aios {
 namespace {
@@ -47,6 +48,22 @@ http::Response Bridge::route(const http::Request& request) {
     return http::json_response(
         200,
         {{"status", "ok"}, {"service", "aios-governed-bridge"}, {"leader", !leads_ || leads_()}});
+  }
+  // Reading plans: the owner's alone.
+  if (request.method == "GET" &&
+      (request.path == "/v2/plans" || request.path.starts_with("/v2/plans/"))) {
+    if (!owner_.matches(request)) {
+      if (!plane_.authenticate_agent(request)) fail(ErrorCode::UNAUTHORIZED);
+      fail(ErrorCode::FORBIDDEN);
+    }
+    if (request.path == "/v2/plans") {
+      const auto after = request.query.find("after");
+      return http::json_response(
+          200, plans(after == request.query.end() ? std::string() : after->second,
+                     static_cast<std::size_t>(taskapi::query_int(request, "limit", 100, 1, 1000))));
+    }
+    return http::json_response(
+        200, plan(taskapi::task_id_of(request.path.substr(std::string_view("/v2/plans/").size()))));
   }
   static const std::set<std::string> kRoutes = {"/v2/plans", "/v2/execution-envelope",
                                                 "/v2/writer-leases", "/v2/governed-commits",

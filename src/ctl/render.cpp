@@ -287,6 +287,35 @@ std::string workers_view(const Json& fleet) {
       {"WORKER", "AGENT", "SLOTS", "CIRCUIT", "QUARANTINED", "DOMAIN", "STATE", "LAST SEEN"}, rows);
 }
 
+std::string plans_view(const Json& answer) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& plan : answer.value("plans", Json::array())) {
+    rows.push_back({cell(plan.value("task_id", Json())), cell(plan.value("changes", Json())),
+                    cut(cell(plan.value("execution_digest", Json())), 16),
+                    cell(plan.value("created_at", Json()))});
+  }
+  if (rows.empty()) return "no plans\n";
+  return table({"TASK", "CHANGES", "EXECUTION", "REGISTERED"}, rows);
+}
+
+std::string plan_view(const Json& plan) {
+  std::ostringstream out;
+  out << "task          " << cell(plan.value("task_id", Json())) << "\n"
+      << "execution     " << cell(plan.value("execution_digest", Json())) << "\n"
+      << "plan          " << cell(plan.value("plan_sha256", Json())) << "\n"
+      << "registered    " << cell(plan.value("created_at", Json())) << "\n";
+  const auto body = plan.value("plan", Json::object());
+  for (const auto& change : body.value("change_set", Json::array())) {
+    out << "change        " << cell(change.value("operation", Json())) << " "
+        << cell(change.value("path", Json())) << "\n";
+  }
+  for (const auto& command : body.value("verification", Json::array())) {
+    out << "verification  " << cell(command.value("label", Json())) << ": "
+        << join(command.value("argv", Json::array()), " ") << "\n";
+  }
+  return out.str();
+}
+
 std::string agents_view(const Json& answer) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& agent : answer.value("agents", Json::array())) {

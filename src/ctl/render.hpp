@@ -27,6 +27,9 @@ std::string eligibility_view(const nlohmann::json& answer);
 // GET /v1/fleet: the workers only, or with the task quarantines and the scopes.
 std::string workers_view(const nlohmann::json& fleet);
 std::string fleet_view(const nlohmann::json& fleet);
+// GET /v2/plans and GET /v2/plans/{task_id} (the Bridge).
+std::string plans_view(const nlohmann::json& answer);
+std::string plan_view(const nlohmann::json& plan);
 // GET /v1/agents.
 std::string agents_view(const nlohmann::json& answer);
 // GET /v1/status.

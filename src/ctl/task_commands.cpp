@@ -279,6 +279,27 @@ void add_create_and_plans(CLI::App& app, Action& action, const SharedTaskOptions
   });
   auto* plans = app.add_subcommand("plans", "The Bridge's deterministic plans");
   plans->require_subcommand(1);
+  auto* list = plans->add_subcommand("list", "Registered plans, by task id");
+  list->add_option("--limit", o->limit, "At most this many")->check(CLI::Range(1, 1000));
+  list->add_option("--after", o->id, "After this task id (a page's next_after)");
+  list->callback([&action, o] {
+    action = [o](Context& c) {
+      std::string query = "?limit=" + std::to_string(o->limit);
+      if (!o->id.empty()) query += "&after=" + encoded(o->id);
+      const auto answer = c.client.get(Service::kBridge, "/v2/plans" + query);
+      c.show(answer, [&] { return plans_view(answer) + more_line(answer, "plans", o->limit); });
+      return kDone;
+    };
+  });
+  auto* show = plans->add_subcommand("show", "One task's plan: its digest and change set");
+  show->add_option("id", o->id, "The task id")->required();
+  show->callback([&action, o] {
+    action = [o](Context& c) {
+      const auto answer = c.client.get(Service::kBridge, "/v2/plans/" + encoded(o->id));
+      c.show(answer, [&] { return plan_view(answer); });
+      return kDone;
+    };
+  });
   auto* reg = plans->add_subcommand("register", "Register a task's plan from JSON (a file or -)");
   reg->add_option("file", o->file, "The plan's JSON, or - for standard input")->required();
   reg->callback([&action, o] {

@@ -103,7 +103,25 @@ TEST_F(PlansTest, RolesAndUnknownTasks) {
   extra["executable"] = "/bin/sh";
   EXPECT_EQ(bridge().post("/v2/plans", extra).code(), "REQUEST_FIELDS_INVALID");
   EXPECT_EQ(bridge().send("POST", "/v2/plans", "{not json").code(), "REQUEST_INVALID");
-  EXPECT_EQ(bridge().get("/v2/plans").code(), "NOT_FOUND");
+  EXPECT_EQ(bridge().send("PUT", "/v2/plans", "{}").code(), "NOT_FOUND");
+  // Reading plans is the owner's too: a list by task id, and one plan with its change set.
+  ASSERT_EQ(bridge().post("/v2/plans", plan).status, 201);
+  const auto listed = bridge().get("/v2/plans");
+  ASSERT_EQ(listed.status, 200) << describe(listed);
+  ASSERT_EQ(listed.body.at("plans").size(), 1U);
+  EXPECT_EQ(listed.body.at("plans")[0].at("task_id"), "task-plan-4");
+  EXPECT_EQ(listed.body.at("plans")[0].at("changes"), 1);
+  EXPECT_EQ(listed.body.at("next_after"), "task-plan-4");
+  EXPECT_TRUE(bridge().get("/v2/plans?after=task-plan-4").body.at("plans").empty());
+  const auto shown = bridge().get("/v2/plans/task-plan-4");
+  ASSERT_EQ(shown.status, 200) << describe(shown);
+  EXPECT_EQ(shown.body.at("plan").at("change_set")[0].at("path"), "docs/A.md");
+  EXPECT_EQ(shown.body.at("plan_sha256"), listed.body.at("plans")[0].at("plan_sha256"));
+  EXPECT_EQ(bridge().get("/v2/plans/task-missing").code(), "TASK_NOT_FOUND");
+  EXPECT_EQ(bridge().get("/v2/plans?limit=0").code(), "LIMIT_INVALID");
+  EXPECT_EQ(agent_bridge().get("/v2/plans").code(), "FORBIDDEN");
+  EXPECT_EQ(agent_bridge().get("/v2/plans/task-plan-4").code(), "FORBIDDEN");
+  EXPECT_EQ(ApiClient(scheduler().bridge_port(), "").get("/v2/plans").code(), "UNAUTHORIZED");
 }
 
 TEST_F(PlansTest, UnregisteredPlanIsRefused) {

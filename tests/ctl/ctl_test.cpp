@@ -178,6 +178,14 @@ TEST_F(CtlTest, CreatesTasksPlansAndAgents) {
   const auto plan = ctl({"plans", "register", (scheduler().dir() / "plan.json").string()});
   ASSERT_EQ(plan.code, 0) << plan.err;
   EXPECT_THAT(plan.out, HasSubstr("ctl-created plan "));
+  const auto plans = ctl({"plans", "list"});
+  ASSERT_EQ(plans.code, 0) << plans.err;
+  EXPECT_THAT(plans.out, ::testing::ContainsRegex("ctl-created +1 "));
+  const auto shown = ctl({"plans", "show", "ctl-created"});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("change        write_file docs/CTL.md\n"));
+  EXPECT_EQ(ctl({"plans", "show", "ctl-stdin"}).code, ctl::kNotFound);
+  EXPECT_EQ(ctl({"plans", "list", "--after", "ctl-created"}).out, "no plans\n");
 
   const auto agent_made =
       ctl({"--json", "agents", "create", "agent-ctl", "--capability", "git.read", "--tenant",

@@ -577,6 +577,22 @@ TEST_P(StoreConformance, AWriteSeesThePlansQuarantinesAndTasksItAddsAfterReading
   EXPECT_TRUE(quarantined_after);
   EXPECT_EQ(std::set<std::string>(after.begin(), after.end()),
             (std::set<std::string>{"task-a", "task-b"}));
+  // The plans read back in pages by task id.
+  std::vector<store::PlanRecord> first, rest;
+  store_->write([&](store::Transaction& tx) {
+    auto second = plan;
+    second.task_id = "task-b";
+    tx.insert_plan(second);
+  });
+  store_->read([&](store::Transaction& tx) {
+    first = tx.plans_after("", 1);
+    rest = tx.plans_after(first.empty() ? "" : first.back().task_id, 10);
+  });
+  ASSERT_EQ(first.size(), 1U);
+  EXPECT_EQ(first[0].task_id, "task-a");
+  EXPECT_EQ(first[0].plan_json, plan.plan_json);
+  ASSERT_EQ(rest.size(), 1U);
+  EXPECT_EQ(rest[0].task_id, "task-b");
 }
 
 TEST_P(StoreConformance, ConcurrentInsertsTakeDistinctQueueSequences) {

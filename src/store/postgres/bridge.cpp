@@ -16,6 +16,20 @@ std::optional<PlanRecord> PgTransaction::load_plan(const std::string& task_id) {
   return PlanRecord{task_id, rows.text(0, 0), rows.text(0, 1), rows.text(0, 2), rows.text(0, 3)};
 }
 
+std::vector<PlanRecord> PgTransaction::plans_after(const std::string& after_task_id,
+                                                   std::size_t limit) {
+  const auto rows = db_.run(
+      "SELECT task_id, plan_sha256, plan_json, execution_digest, created_at FROM bridge_plans "
+      "WHERE task_id>$1 ORDER BY task_id LIMIT $2",
+      pg::Params().text(after_task_id).integer(static_cast<std::int64_t>(limit)));
+  std::vector<PlanRecord> plans;
+  for (int at = 0; at < rows.size(); ++at) {
+    plans.push_back(
+        {rows.text(at, 0), rows.text(at, 1), rows.text(at, 2), rows.text(at, 3), rows.text(at, 4)});
+  }
+  return plans;
+}
+
 void PgTransaction::insert_plan(const PlanRecord& plan) {
   plans_ahead_.erase(plan.task_id);
   db_.run(

@@ -18,6 +18,22 @@ std::optional<PlanRecord> SqliteTransaction::load_plan(const std::string& task_i
                     query->getColumn(2).getString(), query->getColumn(3).getString()};
 }
 
+std::vector<PlanRecord> SqliteTransaction::plans_after(const std::string& after_task_id,
+                                                       std::size_t limit) {
+  Prepared query(db_,
+                 "SELECT task_id, plan_sha256, plan_json, execution_digest, created_at "
+                 "FROM bridge_plans WHERE task_id>? ORDER BY task_id LIMIT ?");
+  query->bind(1, after_task_id);
+  query->bind(2, static_cast<std::int64_t>(limit));
+  std::vector<PlanRecord> plans;
+  while (query->executeStep()) {
+    plans.push_back({query->getColumn(0).getString(), query->getColumn(1).getString(),
+                     query->getColumn(2).getString(), query->getColumn(3).getString(),
+                     query->getColumn(4).getString()});
+  }
+  return plans;
+}
+
 void SqliteTransaction::insert_plan(const PlanRecord& plan) {
   Prepared insert(db_,
                   "INSERT INTO bridge_plans(task_id,plan_sha256,plan_json,"

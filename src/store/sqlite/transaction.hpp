@@ -83,6 +83,7 @@ class SqliteTransaction final : public Transaction {
   void insert_result(const ResultRecord& result) override;
   std::optional<PlanRecord> load_plan(const std::string& task_id) override;
   void insert_plan(const PlanRecord& plan) override;
+  std::vector<PlanRecord> plans_after(const std::string& after_task_id, std::size_t limit) override;
   std::vector<WriterLease> open_writer_leases(const std::string& branch) override;
   bool writer_lease_open(const std::string& writer_lease_id, const std::string& task_id,
                          const std::string& claim_id) override;
