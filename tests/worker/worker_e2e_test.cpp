@@ -245,7 +245,8 @@ TEST_F(WorkerTest, WorkerKilledWhileTheAgentRunsNeverRunsItTwice) {
   EXPECT_EQ(std::count(types.begin(), types.end(), "TASK_RESULT_SUBMITTED"), 1);
   EXPECT_TRUE(worker.stop().exited_with(0)) << worker.log();
   // Stopped cleanly, it says so: the fleet reads it stopped, not online.
-  for (const auto& entry : require(owner().get("/v1/fleet"), 200, "fleet").at("workers")) {
+  const auto fleet = require(owner().get("/v1/fleet"), 200, "fleet");
+  for (const auto& entry : fleet.at("workers")) {
     if (entry.at("worker_id") != "crash") continue;
     EXPECT_EQ(entry.at("stopped"), true) << entry.dump();
     EXPECT_EQ(entry.at("online"), false) << entry.dump();
