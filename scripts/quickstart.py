@@ -131,15 +131,24 @@ PIDS = "pids"
 def stop_kept(state):
     """--stop [STATE]: ends what a --keep run left running, by its state root's pids file (the
     newest kept run under /tmp when no root is given). A pid whose process is no longer the
-    program the run started is left alone: the kernel may have given it to another."""
+    program the run started is left alone: the kernel may have given it to another. /tmp is
+    everyone's: a state root, a pids file or a process not this user's own (or that another user
+    may write) is never trusted, so a planted file cannot make root signal someone else's."""
+    def trusted(path):
+        info = path.lstat()
+        return info.st_uid == os.geteuid() and not info.st_mode & 0o022 and not path.is_symlink()
+
     if state is None:
-        kept = sorted(Path("/tmp").glob(f"aios-quickstart-*/{PIDS}"), key=lambda p: p.stat().st_mtime)
+        kept = sorted((p for p in Path("/tmp").glob(f"aios-quickstart-*/{PIDS}")
+                       if trusted(p.parent) and trusted(p)), key=lambda p: p.stat().st_mtime)
         if not kept:
-            fail("no kept quickstart run under /tmp: give its state root")
+            fail("no kept quickstart run of yours under /tmp: give its state root")
         state = kept[-1].parent
     pids = Path(state) / PIDS
     if not pids.is_file():
         fail(f"{state} holds no {PIDS} file: not a kept quickstart run, or it was stopped already")
+    if not (trusted(Path(state)) and trusted(pids)):
+        fail(f"{pids} is not yours alone (owner or mode): it is not read")
     entries = [line.split(" ", 2) for line in pids.read_text().splitlines() if line.strip()]
     ours = []
     for name, pid, program in reversed(entries):
@@ -147,6 +156,9 @@ def stop_kept(state):
             continue
         try:
             running = os.readlink(f"/proc/{pid}/exe")
+            if os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+                print(f"  {name:<34} pid {pid} is another user's: left alone")
+                continue
         except OSError:
             print(f"  {name:<34} was not running")
             continue

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,6 +48,15 @@ check(states.get("disk") == "ok" and states.get("profile hermes") == "ok",
       f"doctor on the quickstart's state: {states}")
 check(all(state != "skip" for name, state in states.items() if name not in ("units", "credentials")),
       f"doctor skipped a check the quickstart's flags should run: {states}")
+
+# A pids file others may write is never read: it could name anyone's processes.
+planted = Path(tempfile.mkdtemp(prefix="aios-quickstart-planted-"))
+(planted / "pids").write_text(f"scheduler {pids[0]} {entries[0][2]}\n")
+(planted / "pids").chmod(0o666)
+refused = subprocess.run([*QUICKSTART, "--stop", str(planted)], capture_output=True, text=True)
+check(refused.returncode == 1 and "not yours alone" in refused.stderr,
+      f"a planted pids file: {refused.returncode} {refused.stderr}")
+check(Path(f"/proc/{pids[0]}").exists(), "a planted pids file stopped a process")
 
 stopped = subprocess.run([*QUICKSTART, "--stop", str(state)], capture_output=True, text=True,
                          timeout=120)
