@@ -128,7 +128,9 @@ UsageReport read_usage_report(const std::filesystem::path& path) {
   const auto count = [&](const char* name) -> std::uint64_t {
     const auto item = value.find(name);
     if (item == value.end() || item->is_null()) return 0;
-    if (!item->is_number_unsigned()) throw invalid();
+    // Bounded as a budget is: a hostile agent's count must not wrap a total it is added to.
+    constexpr std::uint64_t kMaxCount = 1'000'000'000'000ULL;
+    if (!item->is_number_unsigned() || item->get<std::uint64_t>() > kMaxCount) throw invalid();
     return item->get<std::uint64_t>();
   };
   const bool failed = flag("failed");

@@ -468,7 +468,8 @@ TEST_F(ExecutorTest, AUsageReportDecidesWhetherExitZeroSucceeded) {
   for (const std::string& bad : std::vector<std::string>{
            "none", "[]", R"({"failed": false})", R"({"completed": true, "failed": "no"})",
            R"({"completed": true, "failed": false, "api_calls": -1})",
-           R"({"completed": true, "failed": false, "input_tokens": 1.5})", "big"}) {
+           R"({"completed": true, "failed": false, "input_tokens": 1.5})",
+           R"({"completed": true, "failed": false, "total_tokens": 1000000000001})", "big"}) {
     EXPECT_EQ(failure(with_report(bad), request), "EXTERNAL_AGENT_USAGE_REPORT_INVALID")
         << bad.substr(0, 60);
   }
