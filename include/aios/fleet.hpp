@@ -256,10 +256,9 @@ class TaskPlane {
   std::pair<int, nlohmann::json> create_task(const fleet::TaskSubmission& task);
   // Owner (reader == nullptr) or the agent whose worker holds the claim.
   nlohmann::json task_view(const std::string& task_id, const Agent* reader);
-  // Owner: tasks of `status` and `tenant` (either empty: any) in queue order after seq `after`.
-  // TASK_TENANT_INVALID for a tenant that is not a name.
-  nlohmann::json list_tasks(const std::string& status, const std::string& tenant, std::size_t limit,
-                            std::int64_t after);
+  // Owner: the tasks `filter` keeps, in queue order after seq `after`. TASK_STATUS_INVALID,
+  // TASK_TENANT_INVALID and TASK_ID_PREFIX_INVALID for a filter no task could match.
+  nlohmann::json list_tasks(const store::TaskFilter& filter, std::size_t limit, std::int64_t after);
   // The task's events after event id `after`, oldest first, at most `limit`; `next_after` is the
   // last id returned (or `after`), for the next page.
   nlohmann::json task_events(const std::string& task_id, const Agent* reader, std::size_t limit,

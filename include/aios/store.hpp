@@ -198,6 +198,13 @@ struct EventRecord {
 };
 
 // How many live (QUEUED, CLAIMED, VERIFYING) tasks share a status, scope and priority.
+// What an owner's task listing keeps; every field left empty matches any task.
+struct TaskFilter {
+  std::string status;
+  std::string tenant;     // the tenant's own tasks and its projects'
+  std::string id_prefix;  // task ids that start with it, byte for byte
+};
+
 struct LiveTaskCount {
   std::string status;
   std::string scope_key;
@@ -329,11 +336,9 @@ class Transaction {
   // there first.
   virtual bool update_task(const TaskRow& row, std::int64_t expected_revision,
                            std::int64_t expected_lease_generation) = 0;
-  // Tasks in `status` (any status when empty) of `tenant` (a tenant's own and its projects'
-  // tasks; any when empty), in queue order (seq), at most `limit`, after `after_seq`.
-  virtual std::vector<TaskRow> tasks_with_status(const std::string& status,
-                                                 const std::string& tenant, std::int64_t after_seq,
-                                                 std::size_t limit) = 0;
+  // The tasks `filter` keeps, in queue order (seq), at most `limit`, after `after_seq`.
+  virtual std::vector<TaskRow> tasks_matching(const TaskFilter& filter, std::int64_t after_seq,
+                                              std::size_t limit) = 0;
   // Calls `visit` on the QUEUED tasks with attempts left, in fleet order (legacy priority
   // first, then the scope served least: dispatch_count / scope_weight, then queue order),
   // until it returns false. Reads only the rows it visits.

@@ -24,6 +24,7 @@ struct TaskOptions {
   std::string id;
   std::string status;
   std::string tenant;
+  std::string prefix;
   int limit = 100;
   long long after = 0;
   std::string decision;
@@ -55,6 +56,7 @@ void add_list(CLI::App& app, Action& action, const SharedTaskOptions& o) {
         return status;
       });
   tasks->add_option("--tenant", o->tenant, "Only this tenant's tasks (its projects' too)");
+  tasks->add_option("--prefix", o->prefix, "Only tasks whose id starts with this (case counts)");
   tasks->add_option("--limit", o->limit, "At most this many")->check(CLI::Range(1, 1000));
   tasks->add_option("--after", o->after, "After this queue position (a page's next_after)");
   tasks->callback([&action, o] {
@@ -63,6 +65,7 @@ void add_list(CLI::App& app, Action& action, const SharedTaskOptions& o) {
           "?limit=" + std::to_string(o->limit) + "&after=" + std::to_string(o->after);
       if (!o->status.empty()) query += "&status=" + encoded(o->status);
       if (!o->tenant.empty()) query += "&tenant=" + encoded(o->tenant);
+      if (!o->prefix.empty()) query += "&id_prefix=" + encoded(o->prefix);
       const auto answer = c.client.get(Service::kApi, "/v1/tasks" + query);
       c.show(answer, [&] { return tasks_view(answer) + more_line(answer, "tasks", o->limit); });
       return kDone;

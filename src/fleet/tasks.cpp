@@ -129,15 +129,22 @@ nlohmann::json TaskPlane::task_view(const std::string& task_id, const Agent* rea
   return view;
 }
 
-nlohmann::json TaskPlane::list_tasks(const std::string& status, const std::string& tenant,
-                                     std::size_t limit, std::int64_t after) {
-  if (!tenant.empty() && !envelope::is_identifier(tenant, "._:-", 0, 127)) {
+nlohmann::json TaskPlane::list_tasks(const store::TaskFilter& filter, std::size_t limit,
+                                     std::int64_t after) {
+  // A filter no task could match would only ever list nothing: say so instead.
+  if (!filter.status.empty() && !store::is_task_status(filter.status)) {
+    fail(ErrorCode::TASK_STATUS_INVALID);
+  }
+  if (!filter.tenant.empty() && !envelope::is_identifier(filter.tenant, "._:-", 0, 127)) {
     fail(ErrorCode::TASK_TENANT_INVALID);
+  }
+  if (!filter.id_prefix.empty() && !envelope::is_identifier(filter.id_prefix, "._:-", 0, 179)) {
+    fail(ErrorCode::TASK_ID_PREFIX_INVALID);
   }
   nlohmann::json tasks = nlohmann::json::array();
   std::int64_t last = after;
   store_.read([&](store::Transaction& tx) {
-    for (const auto& row : tx.tasks_with_status(status, tenant, after, limit)) {
+    for (const auto& row : tx.tasks_matching(filter, after, limit)) {
       tasks.push_back(fleet::view_of(row));
       last = row.seq;
     }

@@ -22,11 +22,13 @@ inline constexpr const char* kWorkerSelect =
     "FROM workers w LEFT JOIN fleet_worker_capacity c ON c.worker_id=w.worker_id";
 
 // The tasks of $1 (status; any when '') and $2 (tenant: its own scope and its projects'; any
-// when ''), after seq $3, at most $4, in queue order. The task columns are put before FROM.
+// when '') whose id starts with $5 (any when ''), after seq $3, at most $4, in queue order. The
+// task columns are put before FROM.
 inline constexpr const char* kTasksWhere =
     " FROM tasks WHERE ($1='' OR status=$1) AND "
     "(CAST($2 AS TEXT)='' OR scope_key='tenant:'||CAST($2 AS TEXT) OR "
     "substr(scope_key, 1, length(CAST($2 AS TEXT))+9)='project:'||CAST($2 AS TEXT)||'/') "
+    "AND (CAST($5 AS TEXT)='' OR substr(task_id, 1, length(CAST($5 AS TEXT)))=CAST($5 AS TEXT)) "
     "AND seq>$3 ORDER BY seq LIMIT $4";
 
 // The live tasks by status, scope and priority (store::LiveTaskCount).

@@ -437,11 +437,7 @@ http::Response TaskApi::route(const http::Request& request, std::string& route_n
       const auto found = request.query.find(name);
       return found == request.query.end() ? std::string() : found->second;
     };
-    // A status no task can have would only ever list nothing: say so instead.
-    if (!text("status").empty() && !store::is_task_status(text("status"))) {
-      fail(ErrorCode::TASK_STATUS_INVALID);
-    }
-    return ok(plane_.list_tasks(text("status"), text("tenant"),
+    return ok(plane_.list_tasks({text("status"), text("tenant"), text("id_prefix")},
                                 static_cast<std::size_t>(query_int(request, "limit", 100, 1, 1000)),
                                 query_int(request, "after", 0, 0, INT64_MAX)));
   }

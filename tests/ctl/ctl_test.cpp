@@ -94,6 +94,12 @@ TEST_F(CtlTest, ListsShowsAndExplainsTasks) {
   EXPECT_THAT(acme.out, HasSubstr("ctl-acme"));
   EXPECT_THAT(acme.out, Not(HasSubstr("ctl-beta")));
   EXPECT_EQ(ctl({"tasks", "--status", "SUCCEEDED"}).out, "no tasks\n");
+  const auto prefixed = ctl({"tasks", "--prefix", "ctl-b"});
+  EXPECT_THAT(prefixed.out, HasSubstr("ctl-beta"));
+  EXPECT_THAT(prefixed.out, Not(HasSubstr("ctl-acme")));
+  const auto bad_prefix = ctl({"tasks", "--prefix", "-x"});
+  EXPECT_EQ(bad_prefix.code, 6) << bad_prefix.out;
+  EXPECT_THAT(bad_prefix.err, HasSubstr("TASK_ID_PREFIX_INVALID"));
   const auto json = ctl({"--json", "tasks", "--tenant", "beta"});
   ASSERT_EQ(json.code, 0) << json.err;
   EXPECT_EQ(Json::parse(json.out), require(owner().get("/v1/tasks?tenant=beta"), 200, "list"));

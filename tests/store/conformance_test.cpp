@@ -277,14 +277,35 @@ TEST_P(StoreConformance, AListingByTenantHoldsItsOwnAndItsProjectsTasks) {
   }
   std::vector<std::string> listed;
   store_->read([&](store::Transaction& tx) {
-    for (const auto& row : tx.tasks_with_status("QUEUED", "acme", 0, 10)) {
+    for (const auto& row : tx.tasks_matching({"QUEUED", "acme", ""}, 0, 10)) {
       listed.push_back(row.task_id);
     }
   });
   EXPECT_EQ(listed, (std::vector<std::string>{"t-acme", "t-acme-web"}));
   std::size_t all = 0;
-  store_->read([&](store::Transaction& tx) { all = tx.tasks_with_status("", "", 0, 10).size(); });
+  store_->read([&](store::Transaction& tx) { all = tx.tasks_matching({}, 0, 10).size(); });
   EXPECT_EQ(all, tasks.size());
+}
+
+// Given tasks whose ids share starts, a listing by id prefix should hold exactly the ids that
+// start with it, byte for byte (no case folding, no pattern characters), with the other filters.
+TEST_P(StoreConformance, AListingByIdPrefixHoldsTheIdsThatStartWithIt) {
+  for (const auto* id : {"deploy-1", "deploy-2", "Deploy-3", "deploy_4", "redeploy-5", "deploy"}) {
+    insert(queued_task(id));
+  }
+  const auto listed = [&](const store::TaskFilter& filter) {
+    std::vector<std::string> ids;
+    store_->read([&](store::Transaction& tx) {
+      for (const auto& row : tx.tasks_matching(filter, 0, 10)) ids.push_back(row.task_id);
+    });
+    return ids;
+  };
+  EXPECT_EQ(listed({"", "", "deploy-"}), (std::vector<std::string>{"deploy-1", "deploy-2"}));
+  EXPECT_EQ(listed({"", "", "deploy"}),
+            (std::vector<std::string>{"deploy-1", "deploy-2", "deploy_4", "deploy"}));
+  EXPECT_EQ(listed({"QUEUED", "", "Deploy"}), (std::vector<std::string>{"Deploy-3"}));
+  EXPECT_TRUE(listed({"FAILED", "", "deploy"}).empty());
+  EXPECT_TRUE(listed({"", "acme", "deploy"}).empty());
 }
 
 // Given tasks of several statuses, scopes and priorities, the live counts should group only the

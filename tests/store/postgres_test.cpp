@@ -416,7 +416,7 @@ TEST_F(PostgresStore, TheTaskListNeverSkipsATaskThatCommitsLateWithASmallerSeq) 
   const auto page = read_beside_a_late_commit(writer, [&] {
     std::vector<std::string> ids;
     opened->read([&](store::Transaction& tx) {
-      for (const auto& row : tx.tasks_with_status("", "", 1, 10)) ids.push_back(row.task_id);
+      for (const auto& row : tx.tasks_matching({}, 1, 10)) ids.push_back(row.task_id);
     });
     return ids;
   });

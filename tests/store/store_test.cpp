@@ -441,10 +441,10 @@ TEST_F(StoreTest, MigratedRowsAreListedWithNewOnes) {
   ASSERT_EQ(over.create("after-migration"), 201);
 
   std::vector<std::string> listed;
-  const Json all = over.plane.list_tasks("", "", 10, 0);
+  const Json all = over.plane.list_tasks({}, 10, 0);
   for (const auto& task : all["tasks"]) listed.push_back(task["task_id"]);
   std::vector<std::string> queued;
-  const Json queued_only = over.plane.list_tasks("QUEUED", "", 10, 0);
+  const Json queued_only = over.plane.list_tasks({"QUEUED", "", ""}, 10, 0);
   for (const auto& task : queued_only["tasks"]) {
     queued.push_back(task["task_id"]);
   }

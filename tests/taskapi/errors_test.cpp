@@ -531,6 +531,8 @@ class ErrorTableTest : public SchedulerTest {
          "TASK_STATUS_INVALID"},
         {"list by a tenant that is not a name", Who::kOwner, "GET", "/v1/tasks?tenant=a%20b", "",
          400, "TASK_TENANT_INVALID"},
+        {"list by an id prefix no id has", Who::kOwner, "GET", "/v1/tasks?id_prefix=task%25", "",
+         400, "TASK_ID_PREFIX_INVALID"},
         {"prune within the hour", Who::kOwner, "POST", "/v1/prune",
          dump({{"older_than_seconds", 600}}), 400, "PRUNE_AGE_INVALID"},
         {"prune without an age", Who::kOwner, "POST", "/v1/prune", "{}", 400, "PRUNE_AGE_INVALID"},

@@ -263,13 +263,16 @@ void PgTransaction::append_event(const std::string& task_id, const std::string& 
           .text(created_at));
 }
 
-std::vector<TaskRow> PgTransaction::tasks_with_status(const std::string& status,
-                                                      const std::string& tenant,
-                                                      std::int64_t after_seq, std::size_t limit) {
-  return pg::task_rows(
-      settled_page(std::string("SELECT ") + pg::kTaskColumns + kTasksWhere, "seq", pg::kSeqColumn,
-                   pg::Params().text(status).text(tenant).integer(after_seq).integer(
-                       static_cast<std::int64_t>(limit))));
+std::vector<TaskRow> PgTransaction::tasks_matching(const TaskFilter& filter, std::int64_t after_seq,
+                                                   std::size_t limit) {
+  return pg::task_rows(settled_page(std::string("SELECT ") + pg::kTaskColumns + kTasksWhere, "seq",
+                                    pg::kSeqColumn,
+                                    pg::Params()
+                                        .text(filter.status)
+                                        .text(filter.tenant)
+                                        .integer(after_seq)
+                                        .integer(static_cast<std::int64_t>(limit))
+                                        .text(filter.id_prefix)));
 }
 
 std::vector<EventRecord> PgTransaction::events_after(std::int64_t after, std::size_t limit) {

@@ -58,8 +58,8 @@ class PgTransaction final : public Transaction {
   void insert_task(const TaskRow& row) override;
   bool update_task(const TaskRow& row, std::int64_t expected_revision,
                    std::int64_t expected_lease_generation) override;
-  std::vector<TaskRow> tasks_with_status(const std::string& status, const std::string& tenant,
-                                         std::int64_t after_seq, std::size_t limit) override;
+  std::vector<TaskRow> tasks_matching(const TaskFilter& filter, std::int64_t after_seq,
+                                      std::size_t limit) override;
   void visit_queued_tasks_in_fleet_order(const std::function<bool(const TaskRow&)>& visit) override;
   std::vector<LeaseRecord> claimed_leases(std::size_t limit) override;
   std::vector<std::string> tasks_claimed_by_agent(const std::string& agent_id) override;

@@ -100,11 +100,9 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
                   const std::string& agent_id, const nlohmann::json& payload,
                   const std::string& created_at);
 
-// Tasks in `status` of `tenant` (any when empty), in queue order (seq), at most `limit`, after
-// `after_seq`.
-std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
-                                       const std::string& tenant, std::int64_t after_seq,
-                                       std::size_t limit);
+// The tasks `filter` keeps, in queue order (seq), at most `limit`, after `after_seq`.
+std::vector<TaskRow> tasks_matching(SQLite::Database& db, const TaskFilter& filter,
+                                    std::int64_t after_seq, std::size_t limit);
 // The newest tasks, highest seq first, at most `limit`.
 std::vector<TaskRow> newest_tasks(SQLite::Database& db, std::size_t limit);
 

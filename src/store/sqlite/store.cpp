@@ -158,11 +158,9 @@ void SqliteTransaction::append_event(const std::string& task_id, const std::stri
   store::append_event(db_, task_id, event_type, agent_id, payload, created_at);
 }
 
-std::vector<TaskRow> SqliteTransaction::tasks_with_status(const std::string& status,
-                                                          const std::string& tenant,
-                                                          std::int64_t after_seq,
-                                                          std::size_t limit) {
-  return store::tasks_with_status(db_, status, tenant, after_seq, limit);
+std::vector<TaskRow> SqliteTransaction::tasks_matching(const TaskFilter& filter,
+                                                       std::int64_t after_seq, std::size_t limit) {
+  return store::tasks_matching(db_, filter, after_seq, limit);
 }
 
 std::vector<EventRecord> SqliteTransaction::events_after(std::int64_t after, std::size_t limit) {

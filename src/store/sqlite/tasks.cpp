@@ -157,14 +157,15 @@ void append_event(SQLite::Database& db, const std::string& task_id, const std::s
   insert->exec();
 }
 
-std::vector<TaskRow> tasks_with_status(SQLite::Database& db, const std::string& status,
-                                       const std::string& tenant, std::int64_t after_seq,
-                                       std::size_t limit) {
+std::vector<TaskRow> tasks_matching(SQLite::Database& db, const TaskFilter& filter,
+                                    std::int64_t after_seq, std::size_t limit) {
   store::Prepared query(db, std::string("SELECT ") + kColumns + kTasksWhere);
-  query->bind(1, status);
-  query->bind(2, tenant);
-  query->bind(3, after_seq);
-  query->bind(4, static_cast<std::int64_t>(limit));
+  // SQLite numbers $N parameters in the order they first appear, so they are bound by name.
+  query->bind("$1", filter.status);
+  query->bind("$2", filter.tenant);
+  query->bind("$3", after_seq);
+  query->bind("$4", static_cast<std::int64_t>(limit));
+  query->bind("$5", filter.id_prefix);
   std::vector<TaskRow> rows;
   while (query->executeStep()) rows.push_back(read_row(*query));
   return rows;
