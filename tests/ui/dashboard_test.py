@@ -18,6 +18,7 @@ from quickstart import (BUILD, DEMO_AGENT, Api, Suite, demo_profile,  # noqa: E4
                         exchange_key, secret_file, seed_authority)
 
 HERE = Path(__file__).resolve().parent
+LONG_WORKER = "worker-" + "with-a-name-as-long-as-a-worker-id-may-be-" * 2 + "w" * 34
 CHROMIUM = os.environ.get("AIOS_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -102,9 +103,14 @@ def run(state, suite, node, playwright, shots):
         "worker_id": "worker-spare", "capabilities": caps, "allowed_adapters": ["hermes"],
         "failure_domain": "rack-b"})
     api.call("PUT", "/v1/fleet/workers/worker-spare", {"quarantined": True})
+    # A third, with the longest names a worker may have: the tables must still fit 1280 px.
+    spare.call("POST", "/v1/workers/register", {
+        "worker_id": LONG_WORKER, "capabilities": caps, "allowed_adapters": ["hermes"],
+        "failure_domain": "datacenter-east.hall-7.row-12.rack-b." + "x" * 90})
+    api.call("PUT", f"/v1/fleet/workers/{LONG_WORKER}", {"quarantined": True})
 
     config = {"base": api.base, "tokenFile": str(state / "control.token"), "chromium": CHROMIUM,
-              "screenshots": str(shots), "task": {
+              "screenshots": str(shots), "longWorker": LONG_WORKER, "task": {
                   "task_id": "ui-hermes", "goal": "Say hello to the dashboard",
                   "required_capabilities": caps,
                   "execution": {"action": "agent_runtime", "adapter": "hermes"},

@@ -7,6 +7,16 @@
   const POLL_MS = 1000;
   const MAX_BACKOFF_MS = 5000;
   const KEPT_EVENTS = 40;
+  const FOUND_PAGE = 50; // tasks a search shows at a time
+  const SEARCH_FIELDS = ["id_prefix", "status", "tenant"]; // the Task API's listing filters
+  const SEARCH_ERRORS = {
+    TASK_ID_PREFIX_INVALID: "a task id starts with a letter or digit, then letters, digits, '.', '_', ':' or '-' (180 at most)",
+    TASK_TENANT_INVALID: "a tenant is a name: a letter or digit, then letters, digits, '.', '_', ':' or '-' (128 at most)",
+    TASK_STATUS_INVALID: "not a status",
+    LIMIT_INVALID: "not a page of the listing",
+  };
+  const LABEL_ROW = 17; // px from one row of timeline labels to the next (a 12 px label is ~15 tall)
+  const MERGE_PX = 12; // marks nearer than this (a mark's width) share one label
   const STATUSES = ["QUEUED", "CLAIMED", "VERIFYING", "SUCCEEDED", "FAILED", "CANCELLED"];
   const REASONS = {
     capability_missing: "lacks a required capability",
@@ -30,7 +40,7 @@
     ["TASK_EXECUTION_REBIND", "rebind"],
     ["TASK_RELEASED", "release"],
     ["TASK_LEASE_EXPIRED", "release"],
-    ["TASK_CANCELLED", "release"],
+    ["TASK_CANCELLED", "cancel"],
     ["BRIDGE_", "bridge"],
   ];
 
@@ -93,6 +103,16 @@
     if (seconds < 60) return `${seconds} s ago`;
     if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
     return `${Math.floor(seconds / 3600)} h ago`;
+  }
+
+  // How wide a timeline label is drawn, in px, with 3 px of room on either side.
+  let measurer = null;
+  function labelWidth(text) {
+    if (!measurer) {
+      measurer = document.createElement("canvas").getContext("2d");
+      measurer.font = `12px ${getComputedStyle(document.body).fontFamily}`;
+    }
+    return Math.ceil(measurer.measureText(text).width) + 6;
   }
 
   function taskLink(id) {
@@ -259,8 +279,8 @@
         "tr",
         {},
         h("td", {}, badge(row.status)),
-        h("td", {}, row.tenant || "(none)"),
-        h("td", {}, row.scope_key),
+        h("td", { class: "wrap" }, row.tenant || "(none)"),
+        h("td", { class: "wrap" }, row.scope_key),
         h("td", { class: "num" }, String(row.priority)),
         h("td", { class: "num" }, String(row.count)),
       ),
@@ -284,12 +304,12 @@
       h(
         "tr",
         { "data-worker": worker.worker_id, class: worker.quarantined ? "quarantined" : null },
-        h("th", { scope: "row" }, worker.worker_id),
+        h("th", { scope: "row", class: "wrap" }, worker.worker_id),
         h("td", { class: "state" }, workerState(worker)),
         h("td", { class: "num" }, `${worker.used_slots} / ${worker.max_slots}`),
         h("td", {}, h("span", { class: `badge c-${String(worker.circuit_state).toLowerCase()}` }, worker.circuit_state)),
-        h("td", {}, worker.agent_id),
-        h("td", {}, worker.failure_domain || "(none)"),
+        h("td", { class: "wrap" }, worker.agent_id),
+        h("td", { class: "wrap" }, worker.failure_domain || "(none)"),
         h("td", { title: worker.last_seen_at }, ago(worker.last_seen_at)),
       ),
     );
@@ -304,29 +324,62 @@
     );
   }
 
-  function drawRecent(recent) {
-    const rows = recent.map((row) =>
+  // Rows of tasks as the dashboard's newest ones come (tenant, action and adapter flattened).
+  function taskTable(caption, tasks, empty) {
+    const rows = tasks.map((row) =>
       h(
         "tr",
         { "data-task": row.task_id },
-        h("th", { scope: "row" }, taskLink(row.task_id)),
+        h("th", { scope: "row", class: "wrap" }, taskLink(row.task_id)),
         h("td", { class: "status" }, badge(row.status)),
-        h("td", {}, row.tenant || "(none)"),
+        h("td", { class: "wrap" }, row.tenant || "(none)"),
         h("td", { class: "num" }, String(row.priority)),
         h("td", { class: "num" }, `${row.attempt} / ${row.max_attempts}`),
-        h("td", {}, `${row.action} / ${row.adapter}`),
-        h("td", {}, row.claimed_by || ""),
+        h("td", { class: "wrap" }, `${row.action} / ${row.adapter}`),
+        h("td", { class: "wrap" }, row.claimed_by || ""),
         h("td", { title: row.updated_at }, ago(row.updated_at)),
       ),
     );
+    return table(caption, ["Task", "Status", "Tenant", "Priority", "Attempt", "Action / adapter", "Claimed by", "Updated"], rows, empty);
+  }
+
+  function drawRecent(recent) {
+    $("recent-title").textContent = "Newest tasks";
+    $("search-error").textContent = "";
+    redraw($("recent"), taskTable("Newest tasks", recent, "No task yet: create one with POST /v1/tasks or aiosctl task create."));
+  }
+
+  // A search's answer: a page of GET /v1/tasks (queue order), or the code it was refused with.
+  function drawFound(filter, found) {
+    $("recent-title").textContent = "Tasks found";
+    const asked = [
+      filter.id_prefix ? `id starting "${filter.id_prefix}"` : null,
+      filter.status ? `status ${filter.status}` : null,
+      filter.tenant ? `tenant ${filter.tenant}` : null,
+    ].filter(Boolean);
+    const what = asked.length ? asked.join(", ") : "any task";
+    if (found.error) {
+      $("search-error").textContent = `The scheduler refused this search (${found.status} ${found.error}: ${SEARCH_ERRORS[found.error] || "see docs/errors.md"}).`;
+      redraw($("recent"), h("p", { class: "empty" }, "No tasks shown: correct the search above, or clear it."));
+      return;
+    }
+    $("search-error").textContent = "";
+    const tasks = (found.tasks || []).map((view) => {
+      const execution = (view.metadata && view.metadata.execution) || {};
+      return { ...view, tenant: view.tenant_id, action: execution.action || "", adapter: execution.adapter || "" };
+    });
+    const full = tasks.length === FOUND_PAGE;
+    const next = new URLSearchParams(searchQuery(filter));
+    next.set("after", String(found.next_after));
     redraw(
       $("recent"),
-      table(
-        "Newest tasks",
-        ["Task", "Status", "Tenant", "Priority", "Attempt", "Action / adapter", "Claimed by", "Updated"],
-        rows,
-        "No task yet: create one with POST /v1/tasks or aiosctl task create.",
+      h(
+        "p",
+        { class: "note found" },
+        `${tasks.length}${full ? "+" : ""} task${tasks.length === 1 ? "" : "s"} with ${what}, in queue order${filter.after ? ` after position ${filter.after}` : ""}. `,
+        full ? h("a", { href: `#/tasks?${next}`, "data-focus": "next-page" }, "Next page") : null,
       ),
+      taskTable("Tasks found", tasks, `No task with ${what}.`),
     );
   }
 
@@ -337,8 +390,8 @@
         {},
         h("td", { title: event.created_at }, clock(event.created_at)),
         h("td", {}, h("span", { class: `kind k-${kindOf(event)}` }, event.event_type)),
-        h("td", {}, taskLink(event.task_id)),
-        h("td", {}, event.agent_id || ""),
+        h("td", { class: "wrap" }, taskLink(event.task_id)),
+        h("td", { class: "wrap" }, event.agent_id || ""),
       ),
     );
     redraw($("events"), table("Latest events", ["Time (UTC)", "Event", "Task", "By"], rows, "No events yet."));
@@ -395,36 +448,76 @@
     return parts.join(", ");
   }
 
+  // The timeline's labels: events nearer than a mark's width share one ("claim, bridge \u00d72"),
+  // and each label takes the first row, alternately above and below the axis, where it clears the
+  // label before it, so no two ever overlap however close their events are.
+  function layoutLabels(points, width) {
+    const groups = [];
+    for (const point of points) {
+      const last = groups[groups.length - 1];
+      if (last && point.x - last.to < MERGE_PX) {
+        last.to = point.x;
+        last.kinds.push(point.kind);
+      } else {
+        groups.push({ from: point.x, to: point.x, kinds: [point.kind] });
+      }
+    }
+    const rights = []; // each row's right edge so far
+    for (const group of groups) {
+      const counts = new Map();
+      for (const kind of group.kinds) counts.set(kind, (counts.get(kind) || 0) + 1);
+      group.text = [...counts].map(([kind, n]) => (n > 1 ? `${kind} \u00d7${n}` : kind)).join(", ");
+      group.width = labelWidth(group.text);
+      group.left = Math.max(0, Math.min(width - group.width, (group.from + group.to - group.width) / 2));
+      let row = rights.findIndex((right) => right <= group.left);
+      if (row < 0) row = rights.push(0) - 1;
+      rights[row] = group.left + group.width;
+      group.row = row;
+    }
+    return { groups, rows: rights.length };
+  }
+
   function drawTimeline(view, taskEvents, heartbeats) {
-    const width = 1000;
-    const height = 70;
+    // Drawn at the panel's own width, so a label is as wide as measured.
+    const width = Math.max(200, Math.floor($("timeline").clientWidth) || 1000);
     const start = parseTime(view.created_at);
     const live = !["SUCCEEDED", "FAILED", "CANCELLED"].includes(view.status);
     const ends = [Date.now() + skew, parseTime(view.updated_at), ...taskEvents.map((e) => parseTime(e.created_at))];
     const end = live ? Math.max(...ends.filter(Number.isFinite)) : Math.max(start + 1, ...ends.slice(1).filter(Number.isFinite));
     const span = Math.max(1, end - start);
     const x = (t) => 10 + ((t - start) / span) * (width - 20);
-    const marks = [svg("line", { class: "axis", x1: 10, y1: 40, x2: width - 10, y2: 40 })];
+    const points = taskEvents.map((event) => ({ x: x(parseTime(event.created_at)), kind: kindOf(event) }));
+    const labels = layoutLabels(points, width);
+    const axis = 8 + LABEL_ROW * Math.max(1, Math.ceil(labels.rows / 2));
+    const height = axis + 14 + LABEL_ROW * Math.floor(labels.rows / 2);
+    const marks = [svg("line", { class: "axis", x1: 10, y1: axis, x2: width - 10, y2: axis })];
     if (view.status === "CLAIMED" && view.lease_expires_at) {
       const claimed = [...taskEvents].reverse().find((e) => e.event_type === "TASK_CLAIMED");
       if (claimed) {
         const from = x(parseTime(claimed.created_at));
         marks.push(
-          svg("rect", { class: "lease", x: from.toFixed(1), y: 33, width: Math.max(2, x(Date.now() + skew) - from).toFixed(1), height: 14 }),
+          svg("rect", { class: "lease", x: from.toFixed(1), y: axis - 7, width: Math.max(2, x(Date.now() + skew) - from).toFixed(1), height: 14 }),
         );
       }
     }
-    taskEvents.forEach((event, index) => {
-      const at = x(parseTime(event.created_at));
-      const kind = kindOf(event);
-      marks.push(svg("circle", { class: `mark k-${kind}`, cx: at.toFixed(1), cy: 40, r: 6 }, svg("title", {}, `${event.event_type} ${event.created_at}`)));
-      marks.push(
-        svg("text", { class: "mark-label", x: at.toFixed(1), y: index % 2 ? 66 : 22, "text-anchor": "middle" }, kind),
-      );
+    points.forEach(({ x: at, kind }, index) => {
+      const event = taskEvents[index];
+      marks.push(svg("circle", { class: `mark k-${kind}`, cx: at.toFixed(1), cy: axis, r: 6 }, svg("title", {}, `${event.event_type} ${event.created_at}`)));
     });
+    for (const group of labels.groups) {
+      const level = Math.floor(group.row / 2);
+      const y = group.row % 2 ? axis + 21 + level * LABEL_ROW : axis - 12 - level * LABEL_ROW;
+      marks.push(
+        svg(
+          "text",
+          { class: "mark-label", x: (group.left + group.width / 2).toFixed(1), y, "text-anchor": "middle", "data-events": group.kinds.length },
+          group.text,
+        ),
+      );
+    }
     const figure = svg(
       "svg",
-      { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `Timeline of ${taskEvents.length} events from ${clock(view.created_at)} UTC` },
+      { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `Timeline of ${taskEvents.length} events from ${clock(view.created_at)} UTC` },
       marks,
     );
     const items = taskEvents.map((event) =>
@@ -485,16 +578,21 @@
   function drawEligibility(answer) {
     // The code a claim-next passes the task over with (TASK_ENVELOPE_DRIFT, ...).
     const unresolved = answer.envelope && !answer.envelope.resolves ? ` (${answer.envelope.code})` : "";
-    const reason = (r) => (REASONS[r] || r) + (r === "envelope_unresolved" ? unresolved : "");
+    // What a worker lacks, by name, where the answer names it.
+    const named = (worker) => ({
+      capability_missing: worker.missing_capabilities ? `: ${worker.missing_capabilities.join(", ")}` : "",
+      adapter_not_allowed: worker.adapter ? `: ${worker.adapter}` : "",
+      envelope_unresolved: unresolved,
+    });
     const rows = (answer.workers || []).map((worker) =>
       h(
         "tr",
         { "data-worker": worker.worker_id },
-        h("th", { scope: "row" }, worker.worker_id),
+        h("th", { scope: "row", class: "wrap" }, worker.worker_id),
         h("td", {}, h("span", { class: `badge ${worker.eligible ? "s-online" : "s-offline"}` }, worker.eligible ? "yes" : "no")),
-        h("td", {}, worker.reasons.length ? worker.reasons.map(reason).join("; ") : "could claim it now"),
-        h("td", {}, worker.failure_domain || "(none)"),
-        h("td", {}, worker.retry_deferred ? "yes: failed in this domain" : "no"),
+        h("td", { class: "prose" }, worker.reasons.length ? worker.reasons.map((r) => (REASONS[r] || r) + (named(worker)[r] || "")).join("; ") : "could claim it now"),
+        h("td", { class: "wrap" }, worker.failure_domain || "(none)"),
+        h("td", { class: "prose" }, worker.retry_deferred ? "yes: failed in this domain" : "no"),
       ),
     );
     redraw(
@@ -505,15 +603,42 @@
 
   // --- the poll
 
+  // The view the address names: {task} (#/task/ID), {search} (#/tasks?id_prefix=&status=&tenant=
+  // &after=, the Task API's listing filters) or {} (the overview).
   function route() {
     const match = /^#\/task\/(.+)$/.exec(location.hash);
-    if (!match) return null;
-    // A hand-typed hash with a stray "%" must not stop the poll: it names no task as it stands.
-    try {
-      return decodeURIComponent(match[1]);
-    } catch {
-      return match[1];
+    if (match) {
+      // A hand-typed hash with a stray "%" must not stop the poll: it names no task as it stands.
+      try {
+        return { task: decodeURIComponent(match[1]) };
+      } catch {
+        return { task: match[1] };
+      }
     }
+    const search = /^#\/tasks\?(.*)$/.exec(location.hash);
+    if (!search) return {};
+    const given = new URLSearchParams(search[1]);
+    const filter = {};
+    for (const name of [...SEARCH_FIELDS, "after"]) {
+      if (given.get(name)) filter[name] = given.get(name);
+    }
+    return { search: filter };
+  }
+
+  function searchQuery(filter) {
+    const query = new URLSearchParams();
+    for (const name of [...SEARCH_FIELDS, "after"]) {
+      if (filter[name]) query.set(name, filter[name]);
+    }
+    return query;
+  }
+
+  // The form shows the search the address names (empty on the overview).
+  function fillSearch() {
+    const filter = route().search || {};
+    $("search-prefix").value = filter.id_prefix || "";
+    $("search-status").value = filter.status || "";
+    $("search-tenant").value = filter.tenant || "";
   }
 
   // The task page of an id the scheduler answered 404 for: said so, not swapped for the overview.
@@ -551,11 +676,22 @@
     timer = setTimeout(poll, delay);
   }
 
+  // A GET of the Task API on the page's own origin with the token: {status, ok, body}.
+  async function get(path) {
+    const answer = await fetch(`/v1/${path}`, {
+      headers: { Authorization: `Bearer ${token}` },
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+    return { status: answer.status, ok: answer.ok, body: await answer.json() };
+  }
+
   async function poll() {
     if (!token) return;
     const mine = generation;
     const wanted = route();
-    const asked = wanted === missing ? null : wanted;
+    const asked = wanted.task === undefined || wanted.task === missing ? null : wanted.task;
     if (!task || task.id !== asked) task = asked ? { id: asked, after: 0, events: [], heartbeats: 0 } : null;
     const query = new URLSearchParams({ recent: "30" });
     if (cursor !== null) query.set("after", String(cursor));
@@ -565,14 +701,15 @@
     }
     let answer;
     let body;
+    let found = null;
     try {
-      answer = await fetch(`/v1/dashboard?${query}`, {
-        headers: { Authorization: `Bearer ${token}` },
-        cache: "no-store",
-        credentials: "omit",
-        referrerPolicy: "no-referrer",
-      });
-      body = await answer.json();
+      ({ status: answer, body } = await get(`dashboard?${query}`));
+      if (wanted.search && answer === 200) {
+        const search = searchQuery(wanted.search);
+        search.set("limit", String(FOUND_PAGE));
+        const listing = await get(`tasks?${search}`);
+        found = listing.ok ? listing.body : { status: listing.status, error: listing.body.error || "UNKNOWN" };
+      }
     } catch (error) {
       if (mine !== generation) return;
       failures += 1;
@@ -583,11 +720,11 @@
     if (mine !== generation) return;
     // 401: not the owner's token; 403: not the owner (an agent's token) or the owner's token off
     // loopback on a scheduler that refuses that (OWNER_NOT_LOOPBACK).
-    if (answer.status === 401 || answer.status === 403) {
-      signOut(`The scheduler refused this token (${answer.status} ${body.error || "UNAUTHORIZED"}).`);
+    if (answer === 401 || answer === 403) {
+      signOut(`The scheduler refused this token (${answer} ${body.error || "UNAUTHORIZED"}).`);
       return;
     }
-    if (!answer.ok) {
+    if (answer !== 200) {
       if (task && body.error === "TASK_NOT_FOUND") {
         missing = task.id;
         task = null;
@@ -596,22 +733,22 @@
         return;
       }
       failures += 1;
-      setConnection(`The scheduler answered ${answer.status} ${body.error || ""}; retrying`, "lost");
+      setConnection(`The scheduler answered ${answer} ${body.error || ""}; retrying`, "lost");
       schedule(Math.min(MAX_BACKOFF_MS, POLL_MS * 2 ** Math.min(failures, 3)));
       return;
     }
     failures = 0;
-    draw(body);
+    draw(body, wanted.search, found);
     schedule(POLL_MS);
   }
 
-  function draw(body) {
+  function draw(body, search, found) {
     skew = parseTime(body.now) - Date.now() || 0;
     cursor = body.next_after;
     events = events.concat(body.events || []).slice(-KEPT_EVENTS);
     $("service").textContent = `${body.service} ${body.version} on ${body.backend}${body.leader ? ", leading" : ", standby replica"}`;
     setConnection(`Live: updated ${clock(body.now)} UTC`, "live");
-    if (missing !== null && route() === missing) {
+    if (missing !== null && route().task === missing) {
       drawMissing(missing);
       return;
     }
@@ -633,7 +770,8 @@
     drawCharts(body.metrics || {}, Math.floor(parseTime(body.now) / 1000));
     drawQueue(body.queue || []);
     drawWorkers(body.fleet || {});
-    drawRecent(body.recent || []);
+    if (search && found) drawFound(search, found);
+    else drawRecent(body.recent || []);
     drawEvents();
   }
 
@@ -653,13 +791,27 @@
       schedule(0);
     });
     $("sign-out").addEventListener("click", () => signOut("Signed out: the token is forgotten."));
+    $("search").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const query = searchQuery({
+        id_prefix: $("search-prefix").value.trim(),
+        status: $("search-status").value,
+        tenant: $("search-tenant").value.trim(),
+      });
+      location.hash = String(query) ? `#/tasks?${query}` : "#/";
+    });
+    $("search-clear").addEventListener("click", () => {
+      location.hash = "#/";
+    });
     window.addEventListener("hashchange", () => {
+      fillSearch();
       missing = null;
       if (!token) return;
       generation += 1;
       $("main").focus();
       schedule(0);
     });
+    fillSearch();
     show("login");
     $("token").focus();
   }
