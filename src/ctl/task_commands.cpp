@@ -51,7 +51,7 @@ void add_list(CLI::App& app, Action& action, const SharedTaskOptions& o) {
       ->transform([](const std::string& given) {
         const std::string status = ascii_upper(given);
         if (!store::is_task_status(status)) {
-          throw CLI::ValidationError("--status", "unknown status '" + status + "'");
+          throw CLI::ValidationError("unknown status '" + status + "'");
         }
         return status;
       });
