@@ -318,9 +318,12 @@ class TaskPlane {
   // Called after every such transition; set once before serving. The long poll (ClaimWaiters)
   // wakes as many waiters as it says.
   void on_queue_change(std::function<void(const QueueChange&)> listener);
-  // How long until each worker's claims may widen by the clock alone (its circuit cooldown or a
-  // task quarantine of its ends): the long polls sleep until then instead of retrying.
-  std::map<std::string, std::chrono::milliseconds> claim_windows();
+  // The plane's clock (the store's).
+  TimePoint now() const;
+  // Every circuit cooldown and task quarantine that ends after `since`, with its worker: when
+  // a worker's claims may widen by the clock alone, so the long polls sleep until then instead
+  // of retrying.
+  std::vector<store::ClaimWindow> claim_windows(TimePoint since);
   nlohmann::json heartbeat(const Agent& agent, const std::string& task_id,
                            const fleet::Heartbeat& heartbeat);
   // {201 new | 200 the stored answer of an identical replay, the answer}.

@@ -450,8 +450,9 @@ class Transaction {
   virtual void quarantine_task(const std::string& task_id, const std::string& worker_id,
                                const std::string& failure_class, double until) = 0;
   virtual std::vector<TaskQuarantine> live_task_quarantines(double now) = 0;
-  // Each worker whose circuit cooldown or task quarantine ends after `now`, with the soonest end.
-  virtual std::vector<ClaimWindow> claim_windows(double now) = 0;
+  // Every circuit cooldown and task quarantine that ends after `since` (a worker may have
+  // several), by worker and end.
+  virtual std::vector<ClaimWindow> claim_windows(double since) = 0;
   virtual std::optional<ResultRecord> load_result(const std::string& task_id,
                                                   const std::string& idempotency_key) = 0;
   virtual void insert_result(const ResultRecord& result) = 0;

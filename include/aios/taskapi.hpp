@@ -111,13 +111,19 @@ class ClaimWaiters {
   ClaimWaiters(const ClaimWaiters&) = delete;
   ClaimWaiters& operator=(const ClaimWaiters&) = delete;
 
-  // How many notify() calls there were: read before the caller's own first claim attempt and
-  // given to wait(), so a task that became claimable in between is tried for at once.
-  std::uint64_t version();
+  // Where things stood before a claim attempt: how many notify() calls there were and the
+  // plane's time.
+  struct Attempt {
+    std::uint64_t version = 0;
+    TimePoint at;
+  };
+  // Read before the caller's own first claim attempt and given to wait(), so a task that
+  // became claimable in between (a signal, or a claim window that ended) is tried for at once.
+  Attempt before_attempt();
   // `gone` says the caller went away: then the waiter is answered (unheard) without a claim.
   // A woken waiter claims up to `max_tasks` at once (TaskPlane::claim_next_many).
   void wait(const Agent& agent, std::string worker_id, std::size_t max_tasks,
-            std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
+            std::chrono::steady_clock::time_point deadline, Attempt before,
             std::function<bool()> gone, Answer answer);
   // Something may have become claimable for `claims` claims: waiters try again now, in the
   // order they came, until that many claimed; one that claims nothing (not eligible, full)
@@ -140,6 +146,7 @@ class ClaimWaiters {
     std::function<bool()> gone;
     Answer answer;
     bool missed = false;  // a signal came between its own attempt and its wait
+    TimePoint tried_at;   // the plane's time before its last claim attempt
   };
   enum class Settled { kClaimed, kAnswered, kWaiting };
   void run();
@@ -147,8 +154,8 @@ class ClaimWaiters {
   // failed, went away or reached its deadline.
   Settled settle(Waiter& waiter, bool try_claim, std::chrono::steady_clock::time_point now,
                  std::size_t& claimed);
-  // Reads the claim windows (TaskPlane::claim_windows) into windows_.
-  void refresh_windows();
+  // Reads the claim windows of the waiters' workers (TaskPlane::claim_windows) into windows_.
+  void refresh_windows(const std::vector<Waiter>& waiting);
   // The soonest of the waiters' deadlines, their workers' claim windows and the recheck.
   std::chrono::steady_clock::time_point next_wake(
       std::chrono::steady_clock::time_point next_recheck) const;

@@ -276,16 +276,14 @@ void TaskPlane::on_queue_change(std::function<void(const QueueChange&)> listener
   queue_changed_ = std::move(listener);
 }
 
-std::map<std::string, std::chrono::milliseconds> TaskPlane::claim_windows() {
-  const double now = to_epoch_seconds(store_.now());
+TimePoint TaskPlane::now() const {
+  return store_.now();
+}
+
+std::vector<store::ClaimWindow> TaskPlane::claim_windows(TimePoint since) {
   std::vector<store::ClaimWindow> windows;
-  store_.read([&](store::Transaction& tx) { windows = tx.claim_windows(now); });
-  std::map<std::string, std::chrono::milliseconds> delays;
-  for (const auto& window : windows) {
-    delays.emplace(window.worker_id, std::chrono::milliseconds(static_cast<std::int64_t>(
-                                         std::ceil((window.at - now) * 1000.0))));
-  }
-  return delays;
+  store_.read([&](store::Transaction& tx) { windows = tx.claim_windows(to_epoch_seconds(since)); });
+  return windows;
 }
 
 void TaskPlane::queue_changed(QueueChange change) const {

@@ -31,6 +31,14 @@ inline constexpr const char* kTasksWhere =
     "AND (CAST($5 AS TEXT)='' OR substr(task_id, 1, length(CAST($5 AS TEXT)))=CAST($5 AS TEXT)) "
     "AND seq>$3 ORDER BY seq LIMIT $4";
 
+// Every circuit cooldown and task quarantine ending after $1, by worker and end.
+inline constexpr const char* kClaimWindows =
+    "SELECT worker_id, ends FROM ("
+    "SELECT worker_id, circuit_open_until AS ends FROM fleet_worker_capacity "
+    "WHERE circuit_state='OPEN' AND circuit_open_until>$1 UNION ALL "
+    "SELECT worker_id, quarantined_until FROM fleet_task_quarantine "
+    "WHERE quarantined_until>$1) AS windows ORDER BY worker_id, ends";
+
 // The live tasks by status, scope and priority (store::LiveTaskCount).
 inline constexpr const char* kLiveTaskCounts =
     "SELECT status, scope_key, priority, COUNT(*) FROM tasks "

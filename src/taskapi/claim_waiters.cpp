@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 
 #include "aios/taskapi.hpp"
 
@@ -16,22 +17,23 @@ ClaimWaiters::~ClaimWaiters() {
   thread_.join();
 }
 
-std::uint64_t ClaimWaiters::version() {
+ClaimWaiters::Attempt ClaimWaiters::before_attempt() {
+  const auto at = plane_.now();
   const std::lock_guard lock(mutex_);
-  return version_;
+  return {version_, at};
 }
 
 void ClaimWaiters::wait(const Agent& agent, std::string worker_id, std::size_t max_tasks,
-                        std::chrono::steady_clock::time_point deadline, std::uint64_t seen_version,
+                        std::chrono::steady_clock::time_point deadline, Attempt before,
                         std::function<bool()> gone, Answer answer) {
   {
     const std::lock_guard lock(mutex_);
     if (!stopping_) {
       // A signal since the caller's own attempt may have been taken before this waiter was in:
       // it tries once more, whatever the others are owed.
-      const bool missed = version_ != seen_version;
+      const bool missed = version_ != before.version;
       waiters_.push_back({agent, std::move(worker_id), max_tasks, deadline, std::move(gone),
-                          std::move(answer), missed});
+                          std::move(answer), missed, before.at});
       arrived_ = true;  // its deadline may come before the thread's next wake
       wake_.notify_one();
       return;
@@ -120,15 +122,32 @@ std::chrono::steady_clock::time_point ClaimWaiters::next_wake(
   return until;
 }
 
-void ClaimWaiters::refresh_windows() {
+void ClaimWaiters::refresh_windows(const std::vector<Waiter>& waiting) {
   // The store may lag the steady clock by a little: a window it still sees shut is asked again
   // after this much, not in a spin.
   constexpr std::chrono::milliseconds kLeast{10};
   windows_.clear();
+  // A worker's windows count from its waiters' last try, not from now: one that ended between a
+  // try that failed and this read is due at once, where a read from now would miss it and
+  // leave the waiter asleep until its deadline.
+  std::map<std::string, TimePoint> tried;
+  auto since = TimePoint::max();
+  for (const auto& waiter : waiting) {
+    const auto [found, fresh] = tried.emplace(waiter.worker_id, waiter.tried_at);
+    if (!fresh) found->second = std::min(found->second, waiter.tried_at);
+    since = std::min(since, waiter.tried_at);
+  }
+  if (tried.empty()) return;
   try {
-    const auto now = std::chrono::steady_clock::now();
-    for (const auto& [worker_id, delay] : plane_.claim_windows()) {
-      windows_.emplace(worker_id, now + std::max(delay, kLeast));
+    const auto steady = std::chrono::steady_clock::now();
+    const auto now = plane_.now();
+    for (const auto& window : plane_.claim_windows(since)) {
+      const auto worker = tried.find(window.worker_id);
+      if (worker == tried.end() || window.at <= to_epoch_seconds(worker->second)) continue;
+      const auto delay = std::chrono::milliseconds(
+          static_cast<std::int64_t>(std::ceil((window.at - to_epoch_seconds(now)) * 1000.0)));
+      // Ordered by end: the first after the worker's try is its soonest.
+      windows_.emplace(window.worker_id, steady + std::max(delay, kLeast));
     }
   } catch (const Error&) {
     // The store failed: the waiters' own claims meet the same failure and answer with it.
@@ -173,11 +192,13 @@ void ClaimWaiters::run() {
     lock.unlock();
     std::vector<Waiter> kept;
     bool tried = false;
+    const auto tried_at = plane_.now();
     for (auto& waiter : batch) {
       // The wake-ups owed go down the line: a waiter that claims nothing passes its turn on.
       const bool try_claim =
           everyone || owed > 0 || waiter.missed || signalled.contains(waiter.worker_id);
       tried = tried || try_claim;
+      if (try_claim) waiter.tried_at = tried_at;
       waiter.missed = false;
       std::size_t claimed = 0;
       const auto settled = settle(waiter, try_claim, now, claimed);
@@ -186,7 +207,7 @@ void ClaimWaiters::run() {
     }
     // What the clock alone will open next, once something changed or someone new waits: the
     // waiters left sleep until then instead of retrying on a period.
-    if ((tried || arrived) && !kept.empty()) refresh_windows();
+    if ((tried || arrived) && !kept.empty()) refresh_windows(kept);
     lock.lock();
     in_hand_ = 0;
     // Those that arrived meanwhile go after the ones still waiting, which keep their turn.

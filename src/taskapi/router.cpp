@@ -282,13 +282,13 @@ http::Response TaskApi::claim_next(const Agent& agent, const nlohmann::json& bod
     put_claims(out, std::move(claims), max_tasks);
     return http::json_response(200, out);
   };
-  const auto seen = waiters_.version();
+  const auto before = waiters_.before_attempt();
   auto claims = plane_.claim_next_many(agent, id, max_tasks.value_or(1));
   if (!claims.empty() || wait_ms == 0) return answer(std::move(claims));
   const auto started = std::chrono::steady_clock::now();
   auto later = std::make_shared<http::Later>();
   waiters_.wait(
-      agent, id, max_tasks.value_or(1), started + std::chrono::milliseconds(wait_ms), seen,
+      agent, id, max_tasks.value_or(1), started + std::chrono::milliseconds(wait_ms), before,
       [later] { return later->abandoned(); },
       [this, later, answer, started](std::vector<nlohmann::json> found, const Error* error) {
         auto response = error != nullptr ? failure_response(*error, "tasks_claim_next")

@@ -141,14 +141,14 @@ TEST_F(ClaimWaitTest, ASignalBetweenTheFirstAttemptAndTheWaitIsNotLost) {
   ClaimWaiters waiters(plane_, std::chrono::milliseconds(0));
   const auto agent = plane_.authenticate_agent(agent_token_);
   ASSERT_TRUE(agent.has_value());
-  const auto seen = waiters.version();
+  const auto before = waiters.before_attempt();
   create_task("wait-raced");
   waiters.notify();  // the signal of that task, with no waiter in yet
   // Time for the waiters' thread to take that signal with nobody to try for.
   std::this_thread::sleep_for(50ms);
   std::promise<std::vector<Json>> claimed;
 
-  waiters.wait(*agent, "worker-wait", 1, std::chrono::steady_clock::now() + 20s, seen, nullptr,
+  waiters.wait(*agent, "worker-wait", 1, std::chrono::steady_clock::now() + 20s, before, nullptr,
                [&](std::vector<Json> claims, const Error*) { claimed.set_value(claims); });
 
   const auto claims = claimed.get_future().get();
@@ -230,6 +230,32 @@ TEST_F(ClaimWaitTest, AWaiterIsWokenWhenItsWorkersCircuitCooldownEnds) {
       [&](store::Transaction& tx) { tx.note_worker_failure("worker-wait", now, 1, now + 1.0); });
   create_task("wait-cooldown");
   EXPECT_EQ(claimed_once_the_window_ends(), "wait-cooldown");
+}
+
+TEST_F(ClaimWaitTest, AWindowThatEndedBetweenTheFirstAttemptAndTheWaitIsNotLost) {
+  // Given a worker whose circuit cooldown ended after the caller's own attempt but before its
+  // waiter was in (no transition announces it), we should claim at once, not at the deadline:
+  // nothing rechecks and the wait is 20 s.
+  // Declared first: the waiters answer (at the latest when they stop) into it.
+  std::promise<std::vector<Json>> claimed;
+  auto found = claimed.get_future();
+  ClaimWaiters waiters(plane_, std::chrono::milliseconds(0));
+  const auto agent = plane_.authenticate_agent(agent_token_);
+  ASSERT_TRUE(agent.has_value());
+  const double now = to_epoch_seconds(clock_.now());
+  store_.write(
+      [&](store::Transaction& tx) { tx.note_worker_failure("worker-wait", now, 1, now + 1.0); });
+  create_task("wait-window-passed");
+  const auto before = waiters.before_attempt();
+  clock_.advance(2s);  // the window ends while the caller goes from its attempt to its wait
+
+  waiters.wait(*agent, "worker-wait", 1, std::chrono::steady_clock::now() + 20s, before, nullptr,
+               [&](std::vector<Json> claims, const Error*) { claimed.set_value(claims); });
+
+  ASSERT_EQ(found.wait_for(5s), std::future_status::ready);
+  const auto claims = found.get();
+  ASSERT_EQ(claims.size(), 1U);
+  EXPECT_EQ(claims[0]["task_id"], "wait-window-passed");
 }
 
 TEST_F(ClaimWaitTest, AWaiterIsWokenWhenItsTaskQuarantineEnds) {

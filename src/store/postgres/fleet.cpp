@@ -403,14 +403,8 @@ std::vector<TaskQuarantine> PgTransaction::live_task_quarantines(double now) {
   return quarantines;
 }
 
-std::vector<ClaimWindow> PgTransaction::claim_windows(double now) {
-  const auto rows = db_.run(
-      "SELECT worker_id, MIN(ends) FROM ("
-      "SELECT worker_id, circuit_open_until AS ends FROM fleet_worker_capacity "
-      "WHERE circuit_state='OPEN' AND circuit_open_until>$1 UNION ALL "
-      "SELECT worker_id, quarantined_until FROM fleet_task_quarantine "
-      "WHERE quarantined_until>$1) AS windows GROUP BY worker_id",
-      pg::Params().real(now));
+std::vector<ClaimWindow> PgTransaction::claim_windows(double since) {
+  const auto rows = db_.run(kClaimWindows, pg::Params().real(since));
   std::vector<ClaimWindow> windows;
   for (int at = 0; at < rows.size(); ++at) windows.push_back({rows.text(at, 0), rows.real(at, 1)});
   return windows;

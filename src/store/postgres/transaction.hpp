@@ -114,7 +114,7 @@ class PgTransaction final : public Transaction {
   void quarantine_task(const std::string& task_id, const std::string& worker_id,
                        const std::string& failure_class, double until) override;
   std::vector<TaskQuarantine> live_task_quarantines(double now) override;
-  std::vector<ClaimWindow> claim_windows(double now) override;
+  std::vector<ClaimWindow> claim_windows(double since) override;
   std::optional<ResultRecord> load_result(const std::string& task_id,
                                           const std::string& idempotency_key) override;
   void insert_result(const ResultRecord& result) override;

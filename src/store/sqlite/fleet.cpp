@@ -394,14 +394,9 @@ std::vector<TaskQuarantine> SqliteTransaction::live_task_quarantines(double now)
   return quarantines;
 }
 
-std::vector<ClaimWindow> SqliteTransaction::claim_windows(double now) {
-  Prepared query(db_,
-                 "SELECT worker_id, MIN(ends) FROM ("
-                 "SELECT worker_id, circuit_open_until AS ends FROM fleet_worker_capacity "
-                 "WHERE circuit_state='OPEN' AND circuit_open_until>?1 UNION ALL "
-                 "SELECT worker_id, quarantined_until FROM fleet_task_quarantine "
-                 "WHERE quarantined_until>?1) GROUP BY worker_id");
-  query->bind(1, now);
+std::vector<ClaimWindow> SqliteTransaction::claim_windows(double since) {
+  Prepared query(db_, kClaimWindows);
+  query->bind(1, since);
   std::vector<ClaimWindow> windows;
   while (query->executeStep()) {
     windows.push_back({query->getColumn(0).getString(), query->getColumn(1).getDouble()});
