@@ -197,7 +197,6 @@ struct EventRecord {
   std::string task_id{};  // filled by events_after, which reads every task's
 };
 
-// How many live (QUEUED, CLAIMED, VERIFYING) tasks share a status, scope and priority.
 // What an owner's task listing keeps; every field left empty matches any task.
 struct TaskFilter {
   std::string status;
@@ -205,6 +204,7 @@ struct TaskFilter {
   std::string id_prefix;  // task ids that start with it, byte for byte
 };
 
+// How many live (QUEUED, CLAIMED, VERIFYING) tasks share a status, scope and priority.
 struct LiveTaskCount {
   std::string status;
   std::string scope_key;

@@ -578,19 +578,22 @@
   function drawEligibility(answer) {
     // The code a claim-next passes the task over with (TASK_ENVELOPE_DRIFT, ...).
     const unresolved = answer.envelope && !answer.envelope.resolves ? ` (${answer.envelope.code})` : "";
-    // What a worker lacks, by name, where the answer names it.
-    const named = (worker) => ({
-      capability_missing: worker.missing_capabilities ? `: ${worker.missing_capabilities.join(", ")}` : "",
-      adapter_not_allowed: worker.adapter ? `: ${worker.adapter}` : "",
-      envelope_unresolved: unresolved,
-    });
+    // Each reason in words, with what the worker lacks by name where the answer names it.
+    const why = (worker) => {
+      const named = {
+        capability_missing: worker.missing_capabilities ? `: ${worker.missing_capabilities.join(", ")}` : "",
+        adapter_not_allowed: worker.adapter ? `: ${worker.adapter}` : "",
+        envelope_unresolved: unresolved,
+      };
+      return worker.reasons.map((r) => (REASONS[r] || r) + (named[r] || "")).join("; ");
+    };
     const rows = (answer.workers || []).map((worker) =>
       h(
         "tr",
         { "data-worker": worker.worker_id },
         h("th", { scope: "row", class: "wrap" }, worker.worker_id),
         h("td", {}, h("span", { class: `badge ${worker.eligible ? "s-online" : "s-offline"}` }, worker.eligible ? "yes" : "no")),
-        h("td", { class: "prose" }, worker.reasons.length ? worker.reasons.map((r) => (REASONS[r] || r) + (named(worker)[r] || "")).join("; ") : "could claim it now"),
+        h("td", { class: "prose" }, worker.reasons.length ? why(worker) : "could claim it now"),
         h("td", { class: "wrap" }, worker.failure_domain || "(none)"),
         h("td", { class: "prose" }, worker.retry_deferred ? "yes: failed in this domain" : "no"),
       ),
@@ -699,12 +702,12 @@
       query.set("task", task.id);
       query.set("task_after", String(task.after));
     }
-    let answer;
+    let status;
     let body;
     let found = null;
     try {
-      ({ status: answer, body } = await get(`dashboard?${query}`));
-      if (wanted.search && answer === 200) {
+      ({ status, body } = await get(`dashboard?${query}`));
+      if (wanted.search && status === 200) {
         const search = searchQuery(wanted.search);
         search.set("limit", String(FOUND_PAGE));
         const listing = await get(`tasks?${search}`);
@@ -720,11 +723,11 @@
     if (mine !== generation) return;
     // 401: not the owner's token; 403: not the owner (an agent's token) or the owner's token off
     // loopback on a scheduler that refuses that (OWNER_NOT_LOOPBACK).
-    if (answer === 401 || answer === 403) {
-      signOut(`The scheduler refused this token (${answer} ${body.error || "UNAUTHORIZED"}).`);
+    if (status === 401 || status === 403) {
+      signOut(`The scheduler refused this token (${status} ${body.error || "UNAUTHORIZED"}).`);
       return;
     }
-    if (answer !== 200) {
+    if (status !== 200) {
       if (task && body.error === "TASK_NOT_FOUND") {
         missing = task.id;
         task = null;
@@ -733,7 +736,7 @@
         return;
       }
       failures += 1;
-      setConnection(`The scheduler answered ${answer} ${body.error || ""}; retrying`, "lost");
+      setConnection(`The scheduler answered ${status} ${body.error || ""}; retrying`, "lost");
       schedule(Math.min(MAX_BACKOFF_MS, POLL_MS * 2 ** Math.min(failures, 3)));
       return;
     }
