@@ -28,7 +28,7 @@
 namespace aios::store {
 
 // The schema version both backends migrate to (each asserts its last migration is this one).
-inline constexpr int kSchemaVersion = 16;
+inline constexpr int kSchemaVersion = 17;
 
 // Every status a task can be in, as rows and the API spell them.
 inline constexpr std::array<std::string_view, 6> kTaskStatuses = {

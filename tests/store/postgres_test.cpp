@@ -181,6 +181,47 @@ TEST_F(PostgresStore, AStateChangeWritesNoNewCopyOfTheTasksEnvelope) {
   EXPECT_EQ(loaded->status, "SUCCEEDED");
 }
 
+TEST_F(PostgresStore, AnEndedClaimWritesNoEntryIntoTheFleetIndexes) {
+  // Given two claims of one worker, one completed and one released, the indexes by worker and
+  // by task should hold only the entries their inserts wrote (the updates that ended them wrote
+  // none), and the index by domain only the released one: no reader seeks an ended claim by
+  // worker or task, nor a completed one by domain.
+  const auto opened = store::open_store({.url = database_->url()}, clock_);
+  for (const auto& [task_id, end] : {std::pair{"task-a", "COMPLETED"}, {"task-b", "RELEASED"}}) {
+    const std::string claim_id = std::string("claim-") + task_id;
+    opened->write([&](store::Transaction& tx) {
+      tx.insert_claim({.claim_id = claim_id,
+                       .reservation_id = std::string("reservation-") + task_id,
+                       .task_id = task_id,
+                       .worker_id = "worker-a",
+                       .agent_id = "agent-a",
+                       .attempt = 1,
+                       .scope_key = "global",
+                       .failure_domain = "rack-1",
+                       .lease_expires_at = 1900000600,
+                       .now = 1900000000,
+                       .created_at = "2030-03-17T17:46:40Z"});
+    });
+    opened->write([&](store::Transaction& tx) {
+      tx.end_claim(claim_id, end == std::string("COMPLETED") ? "SUCCEEDED" : "RELEASED",
+                   "2030-03-17T17:46:41Z");
+      tx.end_dispatch(task_id, end, 1900000001);
+    });
+  }
+  store::pg::Connection db({{"dbname", database_->url()}});
+  db.exec("CREATE EXTENSION IF NOT EXISTS pageinspect");
+  // Every entry, live or not (no vacuum has run), of the one page past the metapage a small
+  // index has, its root and only leaf.
+  const auto entries = [&](const std::string& index) {
+    return db.run("SELECT count(*) FROM bt_page_items($1, 1)", store::pg::Params().text(index))
+        .integer(0, 0);
+  };
+  EXPECT_EQ(entries("claims_by_worker"), 2);
+  EXPECT_EQ(entries("fleet_dispatches_by_worker"), 2);
+  EXPECT_EQ(entries("fleet_dispatches_by_task"), 2);
+  EXPECT_EQ(entries("fleet_dispatches_by_domain"), 1);
+}
+
 TEST_F(PostgresStore, AClaimLocksOnlyTheHeadOfTheQueueItTakes) {
   // Given two queued tasks and a claim that holds the first while a second claim reads the
   // queue, the second should get the other task: a claim that locked a page of rows past the one

@@ -322,8 +322,26 @@ inline constexpr std::string_view kWorkerStopped16 = R"sql(
 ALTER TABLE workers ADD COLUMN IF NOT EXISTS stopped_at DOUBLE PRECISION NOT NULL DEFAULT 0;
 )sql";
 
+// The fleet's secondary indexes hold the rows their readers seek (each reader names the state as
+// a literal its predicate implies): a worker's live claims and dispatches, a task's open
+// dispatch, a domain's failed ones. A claim's end changes its state, so the update that closes a
+// job's claim and dispatch wrote an entry into every one of them, for a row nobody seeks again.
+inline constexpr std::string_view kPartialFleetIndexes17 = R"sql(
+DROP INDEX claims_by_worker;
+CREATE INDEX claims_by_worker ON claims(worker_id) WHERE status='ACTIVE';
+DROP INDEX fleet_dispatches_by_worker;
+CREATE INDEX fleet_dispatches_by_worker ON fleet_dispatches(worker_id, state)
+  WHERE state IN ('RESERVED','CLAIMED');
+DROP INDEX fleet_dispatches_by_task;
+CREATE INDEX fleet_dispatches_by_task ON fleet_dispatches(task_id, state)
+  WHERE state IN ('RESERVED','CLAIMED');
+DROP INDEX fleet_dispatches_by_domain;
+CREATE INDEX fleet_dispatches_by_domain ON fleet_dispatches(failure_domain, state)
+  WHERE state IN ('RELEASED','EXPIRED');
+)sql";
+
 // Each migration is one or more texts run in order, in one transaction with its version row.
-inline constexpr std::array<Migration, 11> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
+inline constexpr std::array<Migration, 12> kMigrations = {{{6, {kSchema6, kCreateRebindReceipts}},
                                                            {7, {kAgentCertificates7}},
                                                            {8, {kTasksBySeq8}},
                                                            {9, {kQuarantineByUntil9}},
@@ -333,7 +351,8 @@ inline constexpr std::array<Migration, 11> kMigrations = {{{6, {kSchema6, kCreat
                                                            {13, {kPartialTaskIndexes13}},
                                                            {14, {kTaskBodiesOutOfLine14}},
                                                            {15, {kTaskRequeues15}},
-                                                           {16, {kWorkerStopped16}}}};
+                                                           {16, {kWorkerStopped16}},
+                                                           {17, {kPartialFleetIndexes17}}}};
 static_assert(kMigrations.back().version == kSchemaVersion);
 
 }  // namespace aios::store::pg

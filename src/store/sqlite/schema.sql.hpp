@@ -315,6 +315,9 @@ END;
     {15, "ALTER TABLE tasks ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;"},
     // When a worker said it stopped (POST /v1/workers/{id}/stopped); 0 while it runs.
     {16, "ALTER TABLE workers ADD COLUMN stopped_at REAL NOT NULL DEFAULT 0;"},
+    // PostgreSQL's fleet indexes hold only the claims and dispatches their readers seek from
+    // here on; SQLite's are unchanged.
+    {17, "SELECT 1;"},
 }};
 
 static_assert(kMigrations.back().version == kSchemaVersion);
