@@ -261,25 +261,30 @@ void PgTransaction::note_worker_success(const std::string& worker_id, double now
 
 void PgTransaction::insert_claim(const ClaimRecord& claim) {
   groups_ahead_.reset();  // the scope's count moves
-  // The slot first: the primary key (worker, slot) is the constraint, and the upsert takes a
-  // slot over only when its claim is no longer an active lease that runs past now. Its check
-  // reads the claims as of its statement, so the worker is locked in a statement before it: a
-  // claim of the same worker in flight has committed by then.
+  // The slot first: the primary key (worker, slot) is the constraint, and a slot is taken over
+  // only when its claim is no longer an active lease that runs past now. Its check reads the
+  // claims as of its statement, so the worker is locked in a statement before it: a claim of the
+  // same worker in flight has committed by then. An update takes a slot that exists, and only a
+  // slot never used is inserted: `ON CONFLICT DO UPDATE` would lock the row it conflicts with
+  // before updating it, one more WAL record every claim.
   lock_worker(claim.worker_id);
   bool taken = false;
   for (std::int64_t number = 0; number < claim.max_slots && !taken; ++number) {
     taken = db_.run(
-                   "INSERT INTO fleet_worker_slots(worker_id,slot,claim_id) VALUES ($1,$2,$3) "
-                   "ON CONFLICT(worker_id,slot) DO UPDATE SET claim_id=excluded.claim_id "
-                   "WHERE NOT EXISTS (SELECT 1 FROM claims k WHERE "
+                   "WITH taken AS (UPDATE fleet_worker_slots SET claim_id=$3 WHERE worker_id=$1 "
+                   "AND slot=$2 AND NOT EXISTS (SELECT 1 FROM claims k WHERE "
                    "k.claim_id=fleet_worker_slots.claim_id AND k.status='ACTIVE' "
-                   "AND k.lease_expires_at>$4)",
+                   "AND k.lease_expires_at>$4) RETURNING 1), "
+                   "added AS (INSERT INTO fleet_worker_slots(worker_id,slot,claim_id) "
+                   "SELECT $1,$2,$3 WHERE NOT EXISTS (SELECT 1 FROM fleet_worker_slots "
+                   "WHERE worker_id=$1 AND slot=$2) ON CONFLICT DO NOTHING RETURNING 1) "
+                   "SELECT (SELECT COUNT(*) FROM taken) + (SELECT COUNT(*) FROM added)",
                    pg::Params()
                        .text(claim.worker_id)
                        .integer(number)
                        .text(claim.claim_id)
                        .real(claim.now))
-                .affected() == 1;
+                .integer(0, 0) == 1;
   }
   if (!taken) throw Error(ErrorCode::FLEET_WORKER_CAPACITY_EXHAUSTED);
   db_.send(
@@ -309,10 +314,15 @@ void PgTransaction::insert_claim(const ClaimRecord& claim) {
           .text(claim.claim_id)
           .real(claim.now));
   // Into this session's shard of the scope's count (migration 12): claims of one scope do not
-  // wait for each other.
+  // wait for each other. Updated when it exists (as the slot, without a lock record first);
+  // two sessions of one shard inserting it at once meet in the conflict clause.
   db_.send(
+      "WITH bumped AS (UPDATE fleet_scope_dispatches SET "
+      "dispatch_count=dispatch_count+1, last_dispatch_at=$2 "
+      "WHERE scope_key=$1 AND shard=pg_backend_pid()%64 RETURNING 1) "
       "INSERT INTO fleet_scope_dispatches(scope_key,shard,dispatch_count,last_dispatch_at) "
-      "VALUES ($1,pg_backend_pid()%64,1,$2) ON CONFLICT(scope_key,shard) DO UPDATE SET "
+      "SELECT $1,pg_backend_pid()%64,1,$2 WHERE NOT EXISTS (SELECT 1 FROM bumped) "
+      "ON CONFLICT(scope_key,shard) DO UPDATE SET "
       "dispatch_count=fleet_scope_dispatches.dispatch_count+1, "
       "last_dispatch_at=excluded.last_dispatch_at",
       pg::Params().text(claim.scope_key).real(claim.now));
