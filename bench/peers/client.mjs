@@ -13,6 +13,7 @@
 //                        `batch` jobs per call)
 //   lifecycle_seconds    those jobs taken and completed by `workers` concurrent workers
 //   server_cpu_seconds   the server's CPU time over the lifecycle phase
+//   server_cpu_seconds_each  the same, one figure per process of server_pid
 //   latency_ms           per job of a paced run with idle workers: enqueue call to handler start
 import fs from "node:fs";
 import http from "node:http";
@@ -335,6 +336,7 @@ async function main() {
   const servers = [].concat(options.server_pid);
   const cpuOf = () => servers.reduce((sum, pid) => sum + serverCpu(pid), 0);
   const cpuStart = cpuOf();
+  const eachStart = servers.map(serverCpu);
   const lifecycleStart = now();
   const loops = queue.start(handle);
   await allDone;
@@ -342,6 +344,7 @@ async function main() {
   // graphile-worker and BullMQ complete a job after its handler returns.
   await sleep(50);
   const cpuSeconds = cpuOf() - cpuStart;
+  const cpuSecondsEach = servers.map((pid, at) => serverCpu(pid) - eachStart[at]);
 
   // Latency: idle workers, one job at a time, `latency_gap_ms` apart.
   pacing = true;
@@ -357,7 +360,7 @@ async function main() {
 
   process.stdout.write(JSON.stringify({
     system, jobs, workers, enqueue_seconds: enqueueSeconds, lifecycle_seconds: lifecycleSeconds,
-    server_cpu_seconds: cpuSeconds, latency_ms: latencies, busy_answers: busyAnswers }) + "\n");
+    server_cpu_seconds: cpuSeconds, server_cpu_seconds_each: cpuSecondsEach, latency_ms: latencies, busy_answers: busyAnswers }) + "\n");
   process.exit(0);
 }
 

@@ -337,6 +337,11 @@ def summary(runs, jobs):
         "lifecycle_per_second": statistics.median(jobs / r["lifecycle_seconds"] for r in runs),
         "server_cpu_ms_per_job": statistics.median(
             1000 * r["server_cpu_seconds"] / jobs for r in runs),
+        # Ours on PostgreSQL: the scheduler's share, then PostgreSQL's.
+        **({"server_cpu_ms_per_job_each": [
+            statistics.median(1000 * r["server_cpu_seconds_each"][at] / jobs for r in runs)
+            for at in range(len(runs[0]["server_cpu_seconds_each"]))]}
+           if len(runs[0]["server_cpu_seconds_each"]) > 1 else {}),
         "latency_p50_ms": pct(0.50),
         "latency_p99_ms": pct(0.99),
         "latency_samples": len(latencies),
