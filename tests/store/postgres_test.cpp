@@ -187,7 +187,10 @@ TEST_F(PostgresStore, AnEndedClaimWritesNoEntryIntoTheFleetIndexes) {
   // none), and the index by domain only the released one: no reader seeks an ended claim by
   // worker or task, nor a completed one by domain.
   const auto opened = store::open_store({.url = database_->url()}, clock_);
-  for (const auto& [task_id, end] : {std::pair{"task-a", "COMPLETED"}, {"task-b", "RELEASED"}}) {
+  for (const auto& ended : {std::pair{"task-a", "COMPLETED"}, {"task-b", "RELEASED"}}) {
+    // Named copies, not structured bindings: the lambdas below capture them (clang 14 cannot).
+    const std::string task_id = ended.first;
+    const std::string end = ended.second;
     const std::string claim_id = std::string("claim-") + task_id;
     opened->write([&](store::Transaction& tx) {
       tx.insert_claim({.claim_id = claim_id,
@@ -203,8 +206,7 @@ TEST_F(PostgresStore, AnEndedClaimWritesNoEntryIntoTheFleetIndexes) {
                        .created_at = "2030-03-17T17:46:40Z"});
     });
     opened->write([&](store::Transaction& tx) {
-      tx.end_claim(claim_id, end == std::string("COMPLETED") ? "SUCCEEDED" : "RELEASED",
-                   "2030-03-17T17:46:41Z");
+      tx.end_claim(claim_id, end == "COMPLETED" ? "SUCCEEDED" : "RELEASED", "2030-03-17T17:46:41Z");
       tx.end_dispatch(task_id, end, 1900000001);
     });
   }
