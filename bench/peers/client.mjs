@@ -334,17 +334,15 @@ async function main() {
     }
   };
   const servers = [].concat(options.server_pid);
-  const cpuOf = () => servers.reduce((sum, pid) => sum + serverCpu(pid), 0);
-  const cpuStart = cpuOf();
-  const eachStart = servers.map(serverCpu);
+  const cpuStart = servers.map(serverCpu);
   const lifecycleStart = now();
   const loops = queue.start(handle);
   await allDone;
   const lifecycleSeconds = (now() - lifecycleStart) / 1000;
   // graphile-worker and BullMQ complete a job after its handler returns.
   await sleep(50);
-  const cpuSeconds = cpuOf() - cpuStart;
-  const cpuSecondsEach = servers.map((pid, at) => serverCpu(pid) - eachStart[at]);
+  const cpuSecondsEach = servers.map((pid, at) => serverCpu(pid) - cpuStart[at]);
+  const cpuSeconds = cpuSecondsEach.reduce((sum, seconds) => sum + seconds, 0);
 
   // Latency: idle workers, one job at a time, `latency_gap_ms` apart.
   pacing = true;
@@ -360,7 +358,8 @@ async function main() {
 
   process.stdout.write(JSON.stringify({
     system, jobs, workers, enqueue_seconds: enqueueSeconds, lifecycle_seconds: lifecycleSeconds,
-    server_cpu_seconds: cpuSeconds, server_cpu_seconds_each: cpuSecondsEach, latency_ms: latencies, busy_answers: busyAnswers }) + "\n");
+    server_cpu_seconds: cpuSeconds, server_cpu_seconds_each: cpuSecondsEach, latency_ms: latencies,
+    busy_answers: busyAnswers }) + "\n");
   process.exit(0);
 }
 

@@ -36,14 +36,11 @@ std::vector<std::string> first_column(const Rows& rows) {
   return out;
 }
 
-// The failed dispatches of the domain `domain` (an SQL expression), one index seek a state: with
-// `state IN (…)` the server seeks the domain alone and filters every dispatch it ever had, a
-// claim slower with each one before it.
+// The failed dispatches of the domain `domain` (an SQL expression): one seek of the index by
+// domain, which holds only failed dispatches (migration 17; its predicate is this state list).
 std::string failed_in_domain(const std::string& domain) {
   return "SELECT task_id FROM fleet_dispatches WHERE failure_domain=" + domain +
-         " AND state='RELEASED' UNION ALL SELECT task_id FROM fleet_dispatches WHERE "
-         "failure_domain=" +
-         domain + " AND state='EXPIRED'";
+         " AND state IN ('RELEASED','EXPIRED')";
 }
 
 }  // namespace
