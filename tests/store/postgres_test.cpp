@@ -3,12 +3,16 @@
 #include "support/postgres.hpp"
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,6 +135,69 @@ TEST_F(PostgresStore, AnswersKeptFromOneRoundTripComeBackInOrderAndNoneAfterAFai
   db.send_kept("SELECT 5", {});
   EXPECT_EQ(code_of([&] { db.run("SELECT * FROM no_such_table"); }), "STORE_FAILURE");
   EXPECT_TRUE(db.take_kept().empty());
+}
+
+// The minor page faults of the server process `pid` so far (/proc/PID/stat's tenth field), or
+// nullopt where this host cannot see it (a server on another host).
+std::optional<long long> server_faults(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto name_end = stat.rfind(')');
+  if (name_end == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(name_end + 1));  // from the third field on
+  std::string skipped;
+  for (int field = 3; field < 10; ++field) fields >> skipped;
+  long long minor = 0;
+  if (!(fields >> minor)) return std::nullopt;
+  return minor;
+}
+
+TEST_F(PostgresStore, ASessionsServerProcessKeepsItsHeapBetweenStatements) {
+  // Given a statement of a dozen index scans (each scan's state a malloc block of its own on the
+  // server) run forty times on a session of ours and on a bare libpq session, the server process
+  // behind ours should fault in next to no pages for it, while the bare one gives its heap back
+  // after every run and faults it in again.
+  const auto url = database_->url();
+  store::pg::Connection setup({{"dbname", url}});
+  setup.exec(
+      "CREATE TABLE heap_probe(id INTEGER PRIMARY KEY, v INTEGER);"
+      "INSERT INTO heap_probe SELECT g, g FROM generate_series(1, 10000) g; ANALYZE heap_probe");
+  std::string probe = "SET enable_seqscan TO off; SELECT 0";
+  for (int id = 1; id <= 12; ++id) {
+    probe += ", (SELECT v FROM heap_probe WHERE id=" + std::to_string(id) + ")";
+  }
+  const auto faults_of = [&](const std::string& pid, const std::function<void()>& run) {
+    for (int warm = 0; warm < 3; ++warm) run();
+    const auto before = server_faults(pid);
+    for (int again = 0; again < 40; ++again) run();
+    const auto after = server_faults(pid);
+    return before && after ? std::optional<long long>(*after - *before) : std::nullopt;
+  };
+
+  store::pg::Connection ours({{"dbname", url}});
+  const auto ours_faults =
+      faults_of(ours.exec("SELECT pg_backend_pid()").text(0, 0), [&] { ours.exec(probe); });
+
+  const char* names[] = {"dbname", nullptr};
+  const char* values[] = {url.c_str(), nullptr};
+  PGconn* bare = PQconnectdbParams(names, values, 1);
+  ASSERT_EQ(PQstatus(bare), CONNECTION_OK) << PQerrorMessage(bare);
+  const auto bare_exec = [&](const std::string& sql) {
+    PGresult* result = PQexec(bare, sql.c_str());
+    std::string first = PQntuples(result) > 0 ? PQgetvalue(result, 0, 0) : "";
+    PQclear(result);
+    return first;
+  };
+  const auto bare_faults =
+      faults_of(bare_exec("SELECT pg_backend_pid()"), [&] { bare_exec(probe); });
+  PQfinish(bare);
+
+  if (!ours_faults || !bare_faults) GTEST_SKIP() << "the server's processes are not on this host";
+  // A bare session here faults in some twenty pages a run (the heap above glibc's trim
+  // threshold); one that kept its heap, none.
+  if (*bare_faults < 40 * 5) GTEST_SKIP() << "this server keeps its heap on its own";
+  EXPECT_LT(*ours_faults * 10, *bare_faults)
+      << "ours " << *ours_faults << ", bare " << *bare_faults;
 }
 
 TEST_F(PostgresStore, AStateChangeWritesNoNewCopyOfTheTasksEnvelope) {

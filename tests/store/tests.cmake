@@ -8,7 +8,7 @@ aios_test(store_tests
   store/prepared_test.cpp
   store/group_commit_test.cpp
   store/query_plan_test.cpp)
-target_link_libraries(store_tests PRIVATE SQLite::SQLite3)
+target_link_libraries(store_tests PRIVATE SQLite::SQLite3 PkgConfig::LIBPQ)
 
 # Against the real daemons, on the PostgreSQL server scripts/test starts: aios-store migrate (a
 # scheduler's SQLite store copied into a fresh database and served from it) and scheduler

@@ -26,6 +26,15 @@ ErrorCode code_for(std::string_view state) {
   return ErrorCode::STORE_FAILURE;
 }
 
+// Run once a session so that its server process keeps its heap. PostgreSQL 15 gives each index
+// scan's state (about 27 KiB) a malloc block of its own, so a statement with several scans (the
+// claim's queue read is one) takes the heap past glibc's trim threshold (128 KiB) and its end
+// gives the memory back: a brk and a page fault a page, statement after statement, which with
+// 32 workers nearly doubled PostgreSQL's CPU a job (docs/performance.md). glibc raises its mmap and
+// trim thresholds for good once a mapped block (above 128 KiB) is freed (mallopt(3),
+// M_MMAP_THRESHOLD): this 4 MiB value is that block, allocated and freed by the server.
+constexpr const char* kKeepHeap = "SELECT length(repeat('x', 4194304))";
+
 std::string field(const PGresult* result, int code) {
   const char* value = result ? PQresultErrorField(result, code) : nullptr;
   return value ? value : "";
@@ -185,6 +194,7 @@ Connection::Connection(const std::vector<std::pair<std::string, std::string>>& k
       conn_, [](void*, const char*) {}, nullptr);
   try {
     exec("SET synchronous_commit TO on; SET TIME ZONE 'UTC'; SET client_encoding TO 'UTF8'");
+    exec(kKeepHeap);
     if (exec("SHOW fsync").text(0, 0) != "on") {
       throw Error(ErrorCode::STORE_DURABILITY_UNAVAILABLE,
                   "the PostgreSQL server runs with fsync off");
