@@ -7,10 +7,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <future>
-#include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -140,8 +139,7 @@ TEST_F(PostgresStore, AnswersKeptFromOneRoundTripComeBackInOrderAndNoneAfterAFai
 // The minor page faults of the server process `pid` so far (/proc/PID/stat's tenth field), or
 // nullopt where this host cannot see it (a server on another host).
 std::optional<long long> server_faults(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto stat = test::read_proc_file("/proc/" + pid + "/stat");
   const auto name_end = stat.rfind(')');
   if (name_end == std::string::npos) return std::nullopt;
   std::istringstream fields(stat.substr(name_end + 1));  // from the third field on
@@ -180,17 +178,17 @@ TEST_F(PostgresStore, ASessionsServerProcessKeepsItsHeapBetweenStatements) {
 
   const char* names[] = {"dbname", nullptr};
   const char* values[] = {url.c_str(), nullptr};
-  PGconn* bare = PQconnectdbParams(names, values, 1);
-  ASSERT_EQ(PQstatus(bare), CONNECTION_OK) << PQerrorMessage(bare);
+  const std::unique_ptr<PGconn, decltype(&PQfinish)> bare(PQconnectdbParams(names, values, 1),
+                                                          &PQfinish);
+  ASSERT_EQ(PQstatus(bare.get()), CONNECTION_OK) << PQerrorMessage(bare.get());
   const auto bare_exec = [&](const std::string& sql) {
-    PGresult* result = PQexec(bare, sql.c_str());
+    PGresult* result = PQexec(bare.get(), sql.c_str());
     std::string first = PQntuples(result) > 0 ? PQgetvalue(result, 0, 0) : "";
     PQclear(result);
     return first;
   };
   const auto bare_faults =
       faults_of(bare_exec("SELECT pg_backend_pid()"), [&] { bare_exec(probe); });
-  PQfinish(bare);
 
   if (!ours_faults || !bare_faults) GTEST_SKIP() << "the server's processes are not on this host";
   // A bare session here faults in some twenty pages a run (the heap above glibc's trim
